@@ -1,0 +1,58 @@
+// MASTER_ADDR policy: which name or address of the rank-0 node every node exports.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "result.hpp"
+
+namespace ddp {
+
+enum class Family { any, ipv4, ipv6 };
+
+// An IPv4 or IPv6 address as plain bytes (IPv4 uses the first 4).
+struct IpAddress {
+  Family family = Family::ipv4;  // ipv4 or ipv6, never any
+  std::array<std::uint8_t, 16> bytes{};
+
+  // Parses dotted IPv4 or textual IPv6.
+  static Result<IpAddress> parse(std::string_view text);
+  std::string to_string() const;
+  // 127.0.0.0/8, ::1 and IPv4-mapped loopback.
+  bool is_loopback() const;
+  bool operator==(const IpAddress&) const = default;
+};
+
+// A network in CIDR notation ("10.1.0.0/16", "fd00::/8").
+struct Cidr {
+  IpAddress network;
+  int prefix = 0;
+
+  static Result<Cidr> parse(std::string_view text);
+  bool contains(const IpAddress& address) const;
+};
+
+enum class AddrMode { ip, hostname };
+
+// Site policy from plugstack.conf. Defaults live here and only here.
+struct AddressPolicy {
+  AddrMode mode = AddrMode::ip;
+  std::string host_suffix;       // appended to the short name: "-ib", "i"
+  std::string host_domain;       // appended after a dot: "ib.cluster.example"
+  std::vector<Cidr> networks;    // when non-empty, only addresses inside one of these qualify
+  Family family = Family::any;   // preferred family; the other is used only when none match
+};
+
+// The name to resolve or export for `host`: host + suffix, then "." + domain when set.
+std::string rewrite_host(std::string_view host, const AddressPolicy& policy);
+
+// Picks the address to export among `candidates` (resolver order kept): loopback never
+// qualifies, `networks` filter, `family` orders. The error names `host` and what to configure.
+Result<IpAddress> choose_address(std::span<const IpAddress> candidates, const AddressPolicy& policy,
+                                 std::string_view host);
+
+}  // namespace ddp

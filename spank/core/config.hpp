@@ -1,0 +1,29 @@
+// Site configuration: the plugin's arguments in plugstack.conf, parsed strictly.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "address.hpp"
+#include "port.hpp"
+#include "result.hpp"
+
+namespace ddp {
+
+// Every setting with its default. Keys in plugstack.conf are the member names below
+// (see README "Site configuration"); an unknown key or a bad value is an error naming it.
+struct Config {
+  PortRange port_range{20000, 30999};  // port_range=LOW-HIGH, kept below the ephemeral range
+  AddressPolicy address;               // addr=, host_suffix=, host_domain=, networks=, family=
+  std::string env_file;                // env_file=PATH: KEY=VALUE lines exported to --ddp tasks
+  bool env_override = false;           // env_override=yes: env_file wins over the user's values
+  bool check_addr = true;              // check_addr=no: skip the rank-0 own-address check
+  bool check_port = true;              // check_port=no: skip the rank-0 test bind
+  std::string default_mode = "tasks";  // default_mode=: the mode of a bare --ddp
+};
+
+// Parses plugstack.conf arguments ("key=value" each).
+Result<Config> parse_config(std::span<const std::string_view> args);
+
+}  // namespace ddp

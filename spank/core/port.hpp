@@ -1,0 +1,54 @@
+// MASTER_PORT: the same value on every node of a step, computed without communication.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "result.hpp"
+
+namespace ddp {
+
+// An inclusive range of TCP ports.
+struct PortRange {
+  std::uint16_t first = 0;
+  std::uint16_t last = 0;
+  std::uint32_t size() const { return std::uint32_t{last} - first + 1; }
+  bool overlaps(PortRange other) const { return first <= other.last && other.first <= last; }
+  bool contains(std::uint16_t port) const { return first <= port && port <= last; }
+};
+
+// Parses "LOW-HIGH" (1024 <= LOW <= HIGH <= 65535).
+Result<PortRange> parse_port_range(std::string_view text);
+
+// Parses /proc/sys/net/ipv4/ip_local_port_range contents ("32768\t60999\n").
+Result<PortRange> parse_ephemeral_range(std::string_view text);
+
+// Deterministic port for (job, step, het offset) inside `window`. Steps of one job, and the
+// components of one het step, map to distinct ports as long as there are fewer of them than
+// the window has ports; different jobs are spread by a hash of the job id.
+std::uint16_t derive_port(std::uint32_t job_id, std::uint32_t step_id, std::uint32_t het_offset,
+                          PortRange window);
+
+// The first port of SLURM_STEP_RESV_PORTS ("12000-12003" or "12000,12002").
+Result<std::uint16_t> first_reserved_port(std::string_view text);
+
+enum class PortSource { user, reserved, derived };
+
+struct PortInputs {
+  std::optional<std::string_view> user_override;  // DDP_MASTER_PORT as the user set it
+  std::optional<std::string_view> reserved;       // SLURM_STEP_RESV_PORTS
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::uint32_t het_offset = 0;
+};
+
+struct PortChoice {
+  std::uint16_t port = 0;
+  PortSource source = PortSource::derived;
+};
+
+// Precedence: user override, then Slurm's reserved ports, then derive_port() in `window`.
+Result<PortChoice> choose_port(const PortInputs& in, PortRange window);
+
+}  // namespace ddp
