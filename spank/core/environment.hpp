@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "envfile.hpp"
+#include "port.hpp"
 #include "result.hpp"
 
 namespace ddp {

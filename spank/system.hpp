@@ -1,0 +1,31 @@
+// The plugin's only contact with the operating system: name resolution, the node's own
+// addresses, a test bind, and reading small files. No external command, no fork.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "address.hpp"
+#include "port.hpp"
+#include "result.hpp"
+
+namespace ddp::sys {
+
+// Addresses `name` resolves to (getaddrinfo, resolver order, duplicates removed).
+Result<std::vector<IpAddress>> resolve_host(const std::string& name);
+
+// Addresses configured on this node's interfaces (getifaddrs), loopback included.
+std::vector<IpAddress> local_addresses();
+
+// Binds a TCP socket to address:port and closes it; the error says who holds what.
+Result<void> test_bind(const IpAddress& address, std::uint16_t port);
+
+// Whole contents of a small regular file.
+Result<std::string> read_file(const std::string& path);
+
+// The kernel's ephemeral port range, if /proc tells it.
+std::optional<PortRange> ephemeral_range();
+
+}  // namespace ddp::sys
