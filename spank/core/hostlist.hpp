@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,10 @@ class Hostlist {
  public:
   // Parses `text` as Slurm writes it; an empty, unbalanced or otherwise malformed list is an error.
   static Result<Hostlist> parse(std::string_view text);
+  // Validates `text` exactly like parse() and returns the number of names, allocating nothing.
+  static Result<std::size_t> count(std::string_view text);
+  // Validates `text` exactly like parse() and returns its first name, building only one term.
+  static Result<std::string> first(std::string_view text);
 
   // Number of names in the list (duplicates counted).
   std::size_t size() const { return size_; }
@@ -48,5 +53,16 @@ class Hostlist {
 
 // Parses SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE ("2(x3),1") into one count per node.
 Result<std::vector<unsigned>> parse_tasks_per_node(std::string_view text);
+
+// What plan_step needs from a tasks-per-node list, read without expanding "8(x10000)".
+struct TasksPerNodeSummary {
+  std::size_t nodes = 0;     // entries after expanding repeats
+  std::uint64_t tasks = 0;   // sum over all nodes
+  unsigned on_node = 0;      // the count of node `node_id`; 0 when node_id >= nodes
+  std::size_t first_crowded = 0;  // index of the first node with more than one task, or nodes
+};
+
+// Validates `text` like parse_tasks_per_node() and summarizes it, allocating nothing.
+Result<TasksPerNodeSummary> summarize_tasks_per_node(std::string_view text, std::size_t node_id);
 
 }  // namespace ddp

@@ -1,0 +1,238 @@
+// Hostlist and tasks-per-node parsing, checked against what Slurm writes and what it rejects.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hostlist.hpp"
+
+namespace ddp {
+namespace {
+
+using Names = std::vector<std::string>;
+
+struct ExpandCase {
+  std::string_view text;
+  Names names;
+};
+
+TEST(Hostlist, ExpandsWhatSlurmWrites) {
+  const ExpandCase cases[] = {
+      {"node1", {"node1"}},
+      {"node[001-004,7]", {"node001", "node002", "node003", "node004", "node7"}},
+      {"node[8-10]", {"node8", "node9", "node10"}},
+      {"node[08-10]", {"node08", "node09", "node10"}},
+      {"node[0-1]", {"node0", "node1"}},
+      {"node[00-01]", {"node00", "node01"}},
+      {"node[098-101]", {"node098", "node099", "node100", "node101"}},
+      {"rack[1-2]-node[01-03]",
+       {"rack1-node01", "rack1-node02", "rack1-node03", "rack2-node01", "rack2-node02",
+        "rack2-node03"}},
+      {"gpu-a[1-2]x[3-4]", {"gpu-a1x3", "gpu-a1x4", "gpu-a2x3", "gpu-a2x4"}},
+      {"a1,b[2-3],c-4.d", {"a1", "b2", "b3", "c-4.d"}},
+      {"n[1-2].cluster.example", {"n1.cluster.example", "n2.cluster.example"}},
+      {"[1-3]", {"1", "2", "3"}},
+      {"n[5],n[5]", {"n5", "n5"}},
+      {"n[3,1,2]", {"n3", "n1", "n2"}},
+      {"x[1-2]y", {"x1y", "x2y"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto list = Hostlist::parse(c.text);
+    ASSERT_TRUE(list) << list.error().message;
+    EXPECT_EQ(list->size(), c.names.size());
+    EXPECT_EQ(list->expand(), c.names);
+    for (std::size_t i = 0; i < c.names.size(); ++i) EXPECT_EQ(list->at(i), c.names[i]);
+    auto count = Hostlist::count(c.text);
+    ASSERT_TRUE(count);
+    EXPECT_EQ(*count, c.names.size());
+    auto first = Hostlist::first(c.text);
+    ASSERT_TRUE(first);
+    EXPECT_EQ(*first, c.names.front());
+  }
+}
+
+struct ErrorCase {
+  std::string_view text;
+  std::string_view message;  // a substring of the error
+};
+
+TEST(Hostlist, RejectsGarbageWithAMessage) {
+  const ErrorCase cases[] = {
+      {"", "bad hostlist \"\": the list is empty"},
+      {"a,,b", "bad hostlist \"a,,b\": empty name (at offset 2)"},
+      {",a", "empty name (at offset 0)"},
+      {"a,", "empty name (at offset 2)"},
+      {"node[1-3", "'[' is never closed (at offset 4)"},
+      {"node[1-3,", "'[' is never closed"},
+      {"node[", "'[' is never closed"},
+      {"node1-3]", "']' without '['"},
+      {"node[]", "empty '[]' (at offset 4)"},
+      {"node[5-3]", "reversed range 5-3 (at offset 5)"},
+      {"node[a-b]", "expected a number in brackets"},
+      {"node[1-b]", "expected a number after '-'"},
+      {"node[1x]", "unexpected character in brackets"},
+      {"node[1-2[3]]", "nested '['"},
+      {"node[[1]]", "nested '['"},
+      {"node[1,]", "expected a number in brackets"},
+      {"node[-1]", "expected a number in brackets"},
+      {"node 1", "unexpected character (at offset 4)"},
+      {"node\n1", "bad hostlist \"node\\x0a1\": unexpected character"},
+      {"node[1234567890123456789]", "number too large"},
+      {"node[0-99999999]", "too many names"},
+      {"a[0-4095]b[0-4095]c[0-1]", "too many names"},
+      {"a[0-4095]b[0-4095],c[0-4095]b[0-4095]", "too many names"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto list = Hostlist::parse(c.text);
+    ASSERT_FALSE(list);
+    EXPECT_NE(list.error().message.find(c.message), std::string::npos) << list.error().message;
+    // The three entry points share one scanner, hence one verdict and one message.
+    auto count = Hostlist::count(c.text);
+    ASSERT_FALSE(count);
+    EXPECT_EQ(count.error().message, list.error().message);
+    auto first = Hostlist::first(c.text);
+    ASSERT_FALSE(first);
+    EXPECT_EQ(first.error().message, list.error().message);
+  }
+}
+
+TEST(Hostlist, QuotesLongListsShortened) {
+  std::string text = "node[00001-10000]";
+  for (int i = 0; i < 100; ++i) text += ",n" + std::to_string(i);
+  text += ",,";
+  auto list = Hostlist::parse(text);
+  ASSERT_FALSE(list);
+  EXPECT_LT(list.error().message.size(), 200u);
+  EXPECT_NE(list.error().message.find("...\""), std::string::npos);
+}
+
+TEST(Hostlist, IndexesLargeRangesWithoutExpanding) {
+  auto list = Hostlist::parse("node[00001-10000],gpu[1-4]x[001-512]");
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->size(), 10000u + 4 * 512);
+  EXPECT_EQ(list->at(0), "node00001");
+  EXPECT_EQ(list->at(9999), "node10000");
+  EXPECT_EQ(list->at(10000), "gpu1x001");
+  EXPECT_EQ(list->at(10000 + 511), "gpu1x512");
+  EXPECT_EQ(list->at(10000 + 512), "gpu2x001");
+  EXPECT_EQ(list->at(10000 + 4 * 512 - 1), "gpu4x512");
+}
+
+TEST(Hostlist, AcceptsTheLargestAllowedList) {
+  auto count = Hostlist::count("a[0-4095]b[0-4095]");  // 2^24 names, the cap
+  ASSERT_TRUE(count);
+  EXPECT_EQ(*count, std::size_t{1} << 24);
+}
+
+// Random text over the hostlist alphabet: the three entry points must agree, never crash, and
+// indexing must match expansion. Deterministic seed, so a failure reproduces.
+TEST(Hostlist, RandomTextIsHandledConsistently) {
+  std::mt19937 random(20240611);
+  constexpr std::string_view k_alphabet = "n01209[[]]--,,.x \n";
+  std::uniform_int_distribution<std::size_t> pick(0, k_alphabet.size() - 1);
+  std::uniform_int_distribution<std::size_t> length(0, 24);
+  int valid = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    for (std::size_t i = length(random); i > 0; --i) text += k_alphabet[pick(random)];
+    SCOPED_TRACE(text);
+    auto list = Hostlist::parse(text);
+    auto count = Hostlist::count(text);
+    auto first = Hostlist::first(text);
+    ASSERT_EQ(list.has_value(), count.has_value());
+    ASSERT_EQ(list.has_value(), first.has_value());
+    if (!list) {
+      ASSERT_EQ(count.error().message, list.error().message);
+      continue;
+    }
+    ++valid;
+    ASSERT_EQ(*count, list->size());
+    ASSERT_GT(list->size(), 0u);
+    if (list->size() > 5000) continue;
+    auto names = list->expand();
+    ASSERT_EQ(names.size(), list->size());
+    ASSERT_EQ(*first, names.front());
+    for (std::size_t i = 0; i < names.size(); ++i) ASSERT_EQ(list->at(i), names[i]);
+  }
+  EXPECT_GT(valid, 1000);  // the alphabet must exercise the success path too
+}
+
+struct TasksCase {
+  std::string_view text;
+  std::vector<unsigned> counts;
+};
+
+TEST(TasksPerNode, ExpandsRepeats) {
+  const TasksCase cases[] = {
+      {"1", {1}},
+      {"2(x3),1", {2, 2, 2, 1}},
+      {"8(x2)", {8, 8}},
+      {"4,2(x1),3(x2)", {4, 2, 3, 3}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto counts = parse_tasks_per_node(c.text);
+    ASSERT_TRUE(counts) << counts.error().message;
+    EXPECT_EQ(*counts, c.counts);
+  }
+}
+
+TEST(TasksPerNode, RejectsGarbage) {
+  const ErrorCase cases[] = {
+      {"", "bad tasks-per-node list \"\": the list is empty"},
+      {"0", "a node with 0 tasks"},
+      {"2(x0)", "a repeat of 0"},
+      {"2(x3", "expected \"(xN)\""},
+      {"2(3)", "expected \"(xN)\""},
+      {"2(x)", "expected \"(xN)\""},
+      {"2,,1", "expected a task count"},
+      {"2,", "expected a task count"},
+      {"x", "expected a task count"},
+      {"2 ", "unexpected character"},
+      {"2(x3)1", "unexpected character"},
+      {"99999999999", "task count too large"},
+      {"1(x99999999999)", "too many nodes"},
+      {"1(x16777216),1", "too many nodes"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto counts = parse_tasks_per_node(c.text);
+    ASSERT_FALSE(counts);
+    EXPECT_NE(counts.error().message.find(c.message), std::string::npos) << counts.error().message;
+    auto summary = summarize_tasks_per_node(c.text, 0);
+    ASSERT_FALSE(summary);
+    EXPECT_EQ(summary.error().message, counts.error().message);
+  }
+}
+
+struct SummaryCase {
+  std::string_view text;
+  std::size_t node_id;
+  TasksPerNodeSummary expected;
+};
+
+TEST(TasksPerNode, SummarizesWithoutExpanding) {
+  const SummaryCase cases[] = {
+      {"2(x3),1", 0, {4, 7, 2, 0}},
+      {"2(x3),1", 3, {4, 7, 1, 0}},
+      {"2(x3),1", 4, {4, 7, 0, 0}},
+      {"1(x3),4", 1, {4, 7, 1, 3}},
+      {"1(x5)", 2, {5, 5, 1, 5}},
+      {"8(x10000)", 9999, {10000, 80000, 8, 0}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto s = summarize_tasks_per_node(c.text, c.node_id);
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_EQ(s->nodes, c.expected.nodes);
+    EXPECT_EQ(s->tasks, c.expected.tasks);
+    EXPECT_EQ(s->on_node, c.expected.on_node);
+    EXPECT_EQ(s->first_crowded, c.expected.first_crowded);
+  }
+}
+
+}  // namespace
+}  // namespace ddp
