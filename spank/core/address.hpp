@@ -21,6 +21,7 @@ struct IpAddress {
 
   // Parses dotted IPv4 or textual IPv6.
   static Result<IpAddress> parse(std::string_view text);
+  // Canonical text (inet_ntop): "10.0.0.1", "fd00::1".
   std::string to_string() const;
   // 127.0.0.0/8, ::1 and IPv4-mapped loopback.
   bool is_loopback() const;
@@ -32,8 +33,12 @@ struct Cidr {
   IpAddress network;
   int prefix = 0;
 
+  // Parses "ADDRESS/PREFIX". Host bits are masked off: "10.1.2.3/16" means 10.1.0.0/16.
   static Result<Cidr> parse(std::string_view text);
+  // True when `address` has this network's family and its first `prefix` bits.
   bool contains(const IpAddress& address) const;
+  // "10.1.0.0/16".
+  std::string to_string() const;
 };
 
 enum class AddrMode { ip, hostname };
@@ -47,7 +52,9 @@ struct AddressPolicy {
   Family family = Family::any;   // preferred family; the other is used only when none match
 };
 
-// The name to resolve or export for `host`: host + suffix, then "." + domain when set.
+// The name to resolve or export for `host`: the suffix goes after the first label
+// ("n1" + "-ib" -> "n1-ib", "n1.cl" -> "n1-ib.cl"); "." + domain is appended only to a name
+// without a dot. An IP literal or an empty host is returned unchanged.
 std::string rewrite_host(std::string_view host, const AddressPolicy& policy);
 
 // Picks the address to export among `candidates` (resolver order kept): loopback never
