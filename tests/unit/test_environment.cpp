@@ -1,0 +1,255 @@
+// Modes, step validation and the exported variables, in both modes.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "environment.hpp"
+#include "port.hpp"
+
+namespace ddp {
+namespace {
+
+constexpr PortRange k_window{20000, 30999};
+
+TEST(Mode, ParsesValuesAndDefault) {
+  struct Case {
+    std::string_view value;
+    std::string_view default_mode;
+    bool ok;
+    Mode mode;
+    std::string_view message;
+  };
+  const Case cases[] = {
+      {"", "tasks", true, Mode::tasks, ""},
+      {"", "torchrun", true, Mode::torchrun, ""},
+      {"", "", true, Mode::tasks, ""},
+      {"tasks", "torchrun", true, Mode::tasks, ""},
+      {"torchrun", "tasks", true, Mode::torchrun, ""},
+      {"foo", "tasks", false, Mode::tasks, "--ddp=foo: unknown mode (valid: tasks, torchrun)"},
+      {"Tasks", "tasks", false, Mode::tasks, "--ddp=Tasks: unknown mode (valid: tasks, torchrun)"},
+      {"", "mpi", false, Mode::tasks, "default_mode=mpi: unknown mode (valid: tasks, torchrun)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.value) + "/" + std::string(c.default_mode));
+    auto mode = parse_mode(c.value, c.default_mode);
+    ASSERT_EQ(mode.has_value(), c.ok);
+    if (c.ok)
+      EXPECT_EQ(*mode, c.mode);
+    else
+      EXPECT_EQ(mode.error().message, c.message);
+  }
+  EXPECT_EQ(mode_name(Mode::tasks), "tasks");
+  EXPECT_EQ(mode_name(Mode::torchrun), "torchrun");
+}
+
+TEST(HeadHost, IsTheFirstName) {
+  struct Case {
+    std::string_view nodelist;
+    std::string_view head;  // empty: error
+  };
+  const Case cases[] = {
+      {"node1", "node1"},
+      {"node[003-010]", "node003"},
+      {"rack[2-3]-n[07-08],x", "rack2-n07"},
+      {"b1,a1", "b1"},
+      {"", ""},
+      {"node[1-", ""},
+      {"node1,,node2", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.nodelist);
+    auto head = head_host(c.nodelist);
+    if (c.head.empty()) {
+      ASSERT_FALSE(head);
+      EXPECT_EQ(head.error().message.rfind("SLURM_STEP_NODELIST: bad hostlist", 0), 0u)
+          << head.error().message;
+    } else {
+      ASSERT_TRUE(head) << head.error().message;
+      EXPECT_EQ(*head, c.head);
+    }
+  }
+}
+
+NodeInputs inputs(Mode mode, std::string_view nodelist, std::string_view tasks_per_node,
+                  std::uint32_t node_id, std::uint32_t ntasks, std::uint32_t local_ntasks) {
+  NodeInputs in;
+  in.mode = mode;
+  in.step_nodelist = nodelist;
+  in.tasks_per_node = tasks_per_node;
+  in.node_id = node_id;
+  in.ntasks = ntasks;
+  in.local_ntasks = local_ntasks;
+  in.job_id = 4242;
+  in.step_id = 3;
+  return in;
+}
+
+TEST(PlanStep, ComputesThePlan) {
+  auto in = inputs(Mode::tasks, "node[01-04]", "2(x3),1", 3, 7, 1);
+  auto plan = plan_step(in, "10.0.0.1", k_window);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->mode, Mode::tasks);
+  EXPECT_EQ(plan->master_addr, "10.0.0.1");
+  EXPECT_EQ(plan->master_port, derive_port(4242, 3, 0, k_window));
+  EXPECT_EQ(plan->nnodes, 4u);
+  EXPECT_EQ(plan->ntasks, 7u);
+  EXPECT_EQ(plan->node_rank, 3u);
+  EXPECT_EQ(plan->local_ntasks, 1u);
+  EXPECT_EQ(plan->nproc_per_node, 1u);
+}
+
+TEST(PlanStep, PortPrecedence) {
+  auto in = inputs(Mode::tasks, "n[1-2]", "1(x2)", 0, 2, 1);
+  in.reserved_ports = "12000-12001";
+  EXPECT_EQ(plan_step(in, "h", k_window)->master_port, 12000);
+  in.user_port = "29500";
+  EXPECT_EQ(plan_step(in, "h", k_window)->master_port, 29500);
+  in.user_port = "http";
+  auto plan = plan_step(in, "h", k_window);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.error().message.find("DDP_MASTER_PORT=\"http\""), std::string::npos);
+}
+
+TEST(PlanStep, RejectsInconsistentSteps) {
+  struct Case {
+    std::string_view name;
+    NodeInputs in;
+    std::string_view message;
+  };
+  const Case cases[] = {
+      {"bad nodelist", inputs(Mode::tasks, "n[1-", "", 0, 1, 1),
+       "SLURM_STEP_NODELIST: bad hostlist \"n[1-\""},
+      {"bad tasks per node", inputs(Mode::tasks, "n[1-2]", "2(x", 0, 4, 2),
+       "SLURM_STEP_TASKS_PER_NODE: bad tasks-per-node list \"2(x\""},
+      {"node count mismatch", inputs(Mode::tasks, "n[1-4]", "2(x3)", 0, 6, 2),
+       "SLURM_STEP_TASKS_PER_NODE=\"2(x3)\" lists 3 nodes but SLURM_STEP_NODELIST=\"n[1-4]\" has 4"},
+      {"node id outside", inputs(Mode::tasks, "n[1-4]", "", 4, 4, 1),
+       "node id 4 is outside the step's 4 nodes"},
+      {"local count mismatch", inputs(Mode::tasks, "n[1-2]", "2,1", 1, 3, 2),
+       "SLURM_STEP_TASKS_PER_NODE=\"2,1\" puts 1 tasks on node id 1, but this node runs 2"},
+      {"sum mismatch", inputs(Mode::tasks, "n[1-2]", "2,1", 0, 4, 2),
+       "SLURM_STEP_TASKS_PER_NODE=\"2,1\" sums to 3 tasks, but the step has 4"},
+      {"no tasks", inputs(Mode::tasks, "n1", "", 0, 0, 0), "inconsistent task counts"},
+      {"local above total", inputs(Mode::tasks, "n1", "", 0, 1, 2), "inconsistent task counts"},
+      {"torchrun crowded", inputs(Mode::torchrun, "gpu[01-04]", "1,1,4,1", 0, 7, 1),
+       "--ddp=torchrun starts one torchrun launcher per node, but this step has 4 tasks on node "
+       "gpu03; use --ntasks-per-node=1 (torchrun starts the workers)"},
+      {"torchrun crowded here, no layout", inputs(Mode::torchrun, "gpu[01-04]", "", 1, 8, 2),
+       "this step has 2 tasks on node gpu02; use --ntasks-per-node=1"},
+      {"torchrun crowded elsewhere, no layout", inputs(Mode::torchrun, "gpu[01-04]", "", 1, 5, 1),
+       "this step has 5 tasks on 4 nodes; use --ntasks-per-node=1"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto plan = plan_step(c.in, "10.0.0.1", k_window);
+    ASSERT_FALSE(plan);
+    EXPECT_NE(plan.error().message.find(c.message), std::string::npos) << plan.error().message;
+  }
+  auto plan = plan_step(inputs(Mode::tasks, "n1", "", 0, 1, 1), "", k_window);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.error().message.find("empty MASTER_ADDR"), std::string::npos);
+}
+
+TEST(PlanStep, NprocPerNodeInTorchrunMode) {
+  struct Case {
+    std::string_view name;
+    std::optional<std::string_view> override_value;
+    std::optional<std::string_view> gpus;
+    std::optional<std::string_view> cuda;
+    std::uint32_t nproc;  // 0: error
+  };
+  const Case cases[] = {
+      {"nothing", {}, {}, {}, 1},
+      {"override wins", "3", "8", "0,1", 3},
+      {"empty override is unset", "", "8", {}, 8},
+      {"gpus on node", {}, "4", "0,1", 4},
+      {"zero gpus falls through", {}, "0", "0,1,2", 3},
+      {"garbage gpus falls through", {}, "x", "0,1", 2},
+      {"cuda visible", {}, {}, "0,1,2,3,4,5,6,7", 8},
+      {"cuda uuid", {}, {}, "GPU-8f2c1f43-aaaa", 1},
+      {"NoDevFiles", {}, {}, "NoDevFiles", 1},
+      {"empty cuda", {}, {}, "", 1},
+      {"bad override", "two", {}, {}, 0},
+      {"zero override", "0", {}, {}, 0},
+      {"huge override", "100000", {}, {}, 0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto in = inputs(Mode::torchrun, "gpu[1-2]", "1(x2)", 1, 2, 1);
+    in.nproc_override = c.override_value;
+    in.gpus_on_node = c.gpus;
+    in.cuda_visible = c.cuda;
+    auto plan = plan_step(in, "gpu1", k_window);
+    if (c.nproc == 0) {
+      ASSERT_FALSE(plan);
+      EXPECT_NE(plan.error().message.find("DDP_NPROC_PER_NODE=\""), std::string::npos)
+          << plan.error().message;
+    } else {
+      ASSERT_TRUE(plan) << plan.error().message;
+      EXPECT_EQ(plan->nproc_per_node, c.nproc);
+    }
+  }
+}
+
+TEST(TaskEnvironment, TasksModeExportsEveryRankVariableInOrder) {
+  StepPlan plan;
+  plan.mode = Mode::tasks;
+  plan.master_addr = "node001-ib.cluster.example";
+  plan.master_port = 23456;
+  plan.nnodes = 4;
+  plan.ntasks = 32;
+  plan.node_rank = 2;
+  plan.local_ntasks = 8;
+  const EnvList expected{
+      {"MASTER_ADDR", "node001-ib.cluster.example"},
+      {"MASTER_PORT", "23456"},
+      {"WORLD_SIZE", "32"},
+      {"RANK", "21"},
+      {"LOCAL_RANK", "5"},
+      {"LOCAL_WORLD_SIZE", "8"},
+      {"NODE_RANK", "2"},
+      {"GROUP_RANK", "2"},
+      {"NNODES", "4"},
+  };
+  EXPECT_EQ(task_environment(plan, TaskInputs{21, 5}), expected);
+}
+
+TEST(TaskEnvironment, TorchrunModeLeavesRanksToTorchrun) {
+  StepPlan plan;
+  plan.mode = Mode::torchrun;
+  plan.master_addr = "10.0.0.1";
+  plan.master_port = 29500;
+  plan.nnodes = 16;
+  plan.ntasks = 16;
+  plan.node_rank = 15;
+  plan.local_ntasks = 1;
+  plan.nproc_per_node = 8;
+  const EnvList expected{
+      {"MASTER_ADDR", "10.0.0.1"},  {"MASTER_PORT", "29500"},   {"NNODES", "16"},
+      {"NODE_RANK", "15"},          {"GROUP_RANK", "15"},       {"NPROC_PER_NODE", "8"},
+      {"WORLD_SIZE", "128"},        {"PET_NNODES", "16"},       {"PET_NODE_RANK", "15"},
+      {"PET_NPROC_PER_NODE", "8"},  {"PET_MASTER_ADDR", "10.0.0.1"}, {"PET_MASTER_PORT", "29500"},
+  };
+  EXPECT_EQ(task_environment(plan, TaskInputs{15, 0}), expected);
+}
+
+TEST(TaskEnvironment, LargeNumbers) {
+  StepPlan plan;
+  plan.master_addr = "h";
+  plan.master_port = 65535;
+  plan.nnodes = 0xffffffffu;
+  plan.ntasks = 0xffffffffu;
+  plan.node_rank = 0xfffffffeu;
+  plan.local_ntasks = 1;
+  auto env = task_environment(plan, TaskInputs{0xfffffffeu, 0});
+  EXPECT_EQ(env[1].second, "65535");
+  EXPECT_EQ(env[2].second, "4294967295");
+  EXPECT_EQ(env[3].second, "4294967294");
+  plan.mode = Mode::torchrun;
+  plan.nproc_per_node = 4096;
+  env = task_environment(plan, TaskInputs{});
+  EXPECT_EQ(env[6], (std::pair<std::string, std::string>{"WORLD_SIZE", "17592186040320"}));
+}
+
+}  // namespace
+}  // namespace ddp
