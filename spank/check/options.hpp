@@ -1,0 +1,58 @@
+// ddp-check's inputs: command-line options and the DDP environment `srun --ddp` exported.
+// Pure: the environment comes in through a lookup function, so tests drive it with a table.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "hello.hpp"
+#include "result.hpp"
+
+namespace ddp::check {
+
+// Looks up one environment variable; nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
+
+inline constexpr double k_default_timeout_s = 30;
+
+// Command-line options, defaults included.
+struct Options {
+  double timeout_s = k_default_timeout_s;  // --timeout, else DDP_CHECK_TIMEOUT
+  std::optional<Scope> scope;              // --mode tasks|torchrun; else from the environment
+  bool nccl = true;                        // --no-nccl turns the NCCL phase off
+  std::optional<double> nccl_min_busbw;    // --nccl-min-busbw GBPS, else DDP_CHECK_NCCL_MIN_BUSBW
+  std::uint64_t nccl_bytes = 64ull << 20;  // --nccl-bytes N: all-reduce message size
+  std::optional<std::string> topology;     // --topology [FILE.xml]: print the topology, no check
+  bool topology_live = false;              // --topology without a file: this node
+  std::optional<std::string> route_to;     // --route-to ADDR (with --topology): interface choice
+  bool help = false;
+  bool version = false;
+};
+
+// Parses argv[1..] (`args`) with DDP_CHECK_TIMEOUT and DDP_CHECK_NCCL_MIN_BUSBW as fallbacks.
+// Errors name the option and what it accepts.
+Result<Options> parse_options(std::span<const std::string_view> args, const EnvLookup& env);
+
+// The usage text for --help.
+std::string usage();
+
+// Who this process is and where rank 0 listens.
+struct Identity {
+  Scope scope = Scope::ranks;
+  Hello self;  // host, gpus and the rank fields; the connection fields are filled in later
+  std::string master_addr;
+  std::uint16_t master_port = 0;
+  bool is_master() const { return self.rank == 0; }
+};
+
+// Reads MASTER_ADDR, MASTER_PORT and the rank variables. Scope: `forced`, else ranks when RANK
+// is set, else nodes when NODE_RANK and NNODES are (what `--ddp=torchrun` exports). The host is
+// DDP_CHECK_HOSTNAME when set (tests fake several nodes on one machine), else `hostname`.
+Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced,
+                               std::string_view hostname);
+
+}  // namespace ddp::check

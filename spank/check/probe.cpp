@@ -1,0 +1,89 @@
+// System queries for ddp-check: getifaddrs, getsockname, sched_getaffinity. No external command.
+#include "probe.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+
+namespace ddp::check::probe {
+namespace {
+
+bool same_address(const sockaddr* a, const sockaddr* b) {
+  if (a->sa_family != b->sa_family) return false;
+  if (a->sa_family == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
+           reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
+  }
+  if (a->sa_family == AF_INET6) {
+    return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
+                       &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr,
+                       sizeof(in6_addr)) == 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "?";
+  return buf;
+}
+
+std::optional<std::string> interface_of(const sockaddr* addr) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return std::nullopt;
+  std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> guard(list, freeifaddrs);
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (i->ifa_addr && same_address(i->ifa_addr, addr)) return std::string(i->ifa_name);
+  }
+  return std::nullopt;
+}
+
+std::string address_text(const sockaddr* addr) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, buf, sizeof buf);
+  } else if (addr->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, buf, sizeof buf);
+  } else {
+    return "?";
+  }
+  return buf;
+}
+
+std::optional<std::string> route_interface(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &found) != 0) return std::nullopt;
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, freeaddrinfo);
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    bool ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+              getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+    close(fd);
+    if (!ok) continue;
+    if (auto name = interface_of(reinterpret_cast<sockaddr*>(&local))) return name;
+  }
+  return std::nullopt;
+}
+
+unsigned affinity_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return static_cast<unsigned>(CPU_COUNT(&set));
+}
+
+}  // namespace ddp::check::probe
