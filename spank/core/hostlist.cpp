@@ -41,28 +41,38 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // Finding the end of a plain name is the hot loop: a 10,000-name list is 100 KB that every
 // node scans twice per step launch (head_host and plan_step). So bytes are classified a block
-// at a time: bit i of special_bits() is set when byte i may not appear in a name (whitespace,
-// control characters, DEL, ',', '[' or ']'); bytes >= 0x80 are allowed (UTF-8 names).
+// at a time: `special` marks bytes that may not appear in a name (whitespace, control
+// characters, DEL, ',', '[' or ']'; bytes >= 0x80 are allowed, for UTF-8 names), `comma` marks
+// the commas among them. Byte i of the block is bit i * k_bits_per_byte + k_bit_in_byte.
+struct BlockBits {
+  std::uint64_t special = 0;
+  std::uint64_t comma = 0;
+};
+
 #if defined(__SSE2__)
 constexpr std::size_t k_block = 16;
 constexpr unsigned k_bits_per_byte = 1;
+constexpr unsigned k_bit_in_byte = 0;
 
-std::uint64_t special_bits(const char* p) {
+BlockBits classify(const char* p) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i comma = _mm_cmpeq_epi8(v, _mm_set1_epi8(','));
   // Unsigned v <= 0x20 is min(v, 0x20) == v; SSE2 has no unsigned byte compare.
   __m128i s = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x20)), v);
-  s = _mm_or_si128(s, _mm_cmpeq_epi8(v, _mm_set1_epi8(',')));
+  s = _mm_or_si128(s, comma);
   s = _mm_or_si128(s, _mm_cmpeq_epi8(v, _mm_set1_epi8('[')));
   s = _mm_or_si128(s, _mm_cmpeq_epi8(v, _mm_set1_epi8(']')));
   s = _mm_or_si128(s, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
-  return static_cast<std::uint32_t>(_mm_movemask_epi8(s));
+  return {static_cast<std::uint32_t>(_mm_movemask_epi8(s)),
+          static_cast<std::uint32_t>(_mm_movemask_epi8(comma))};
 }
 #else
 constexpr std::size_t k_block = 8;
 constexpr unsigned k_bits_per_byte = 8;
+constexpr unsigned k_bit_in_byte = 7;
 
 // Exact SWAR byte tests (Hacker's Delight 6-1): the high bit of each matching byte is set.
-std::uint64_t special_bits(const char* p) {
+BlockBits classify(const char* p) {
   constexpr std::uint64_t k_ones = 0x0101010101010101ULL;
   constexpr std::uint64_t k_low7 = 0x7f7f7f7f7f7f7f7fULL;
   std::uint64_t word;
@@ -70,9 +80,36 @@ std::uint64_t special_bits(const char* p) {
   auto zero_bytes = [](std::uint64_t v) { return ~(((v & k_low7) + k_low7) | v | k_low7); };
   auto equal = [&](std::uint8_t b) { return zero_bytes(word ^ (k_ones * b)); };
   const std::uint64_t below_0x21 = ~(((word & k_low7) + k_ones * (0x80 - 0x21)) | word | k_low7);
-  return below_0x21 | equal(',') | equal('[') | equal(']') | equal(0x7f);
+  const std::uint64_t comma = equal(',');
+  return {below_0x21 | comma | equal('[') | equal(']') | equal(0x7f), comma};
 }
 #endif
+
+// From `pos`, the start of a term, skips whole blocks made only of plain names and commas,
+// counting the names ended by those commas in `skipped`. Returns the start of the first term
+// not skipped. Anything unusual (brackets, an empty name, the last block) is left to the
+// general scanner, so errors and their offsets do not depend on this shortcut.
+std::size_t skip_plain_terms(std::string_view text, std::size_t pos, std::size_t& skipped) {
+  constexpr unsigned k_bits = k_block * k_bits_per_byte;
+  constexpr std::uint64_t k_first = std::uint64_t{1} << k_bit_in_byte;
+  std::size_t resume = pos;
+  bool term_starts_here = true;  // `pos` is a term start: a comma there would end an empty name
+  while (pos + k_block <= text.size()) {
+    const BlockBits bits = classify(text.data() + pos);
+    if (bits.special != bits.comma) break;
+    // Bit i of `after_comma`: byte i starts a term. A comma there ends an empty name.
+    const std::uint64_t after_comma = (bits.comma << k_bits_per_byte) | (term_starts_here ? k_first : 0);
+    if ((bits.comma & after_comma) != 0) break;
+    if (bits.comma != 0) {
+      skipped += static_cast<std::size_t>(std::popcount(bits.comma));
+      const auto last = static_cast<std::size_t>(std::bit_width(bits.comma) - 1) / k_bits_per_byte;
+      resume = pos + last + 1;
+    }
+    term_starts_here = ((bits.comma >> (k_bits - k_bits_per_byte)) & k_first) != 0;
+    pos += k_block;
+  }
+  return resume;
+}
 
 // Answers "where does the name starting at `pos` end?", keeping the current block's bits so
 // that a 10-byte name costs about one block classification.
@@ -97,14 +134,14 @@ class SpecialFinder {
     block_ = block;
     const std::size_t available = text_.size() - block;
     if (available >= k_block) {
-      bits_ = special_bits(text_.data() + block);
+      bits_ = classify(text_.data() + block).special;
       return;
     }
     // Pad the last block with a name character so that bytes past the end never match.
     char tail[k_block];
     std::memset(tail, 'a', sizeof tail);
     std::memcpy(tail, text_.data() + block, available);
-    bits_ = special_bits(tail);
+    bits_ = classify(tail).special;
   }
 
   std::string_view text_;
@@ -123,7 +160,8 @@ std::optional<std::string_view> take_digits(std::string_view text, std::size_t& 
 // Validates `text` and feeds it to `sink`. Returns the number of names.
 //
 // Sink interface: begin_term(), literal(string_view), begin_group(), range(Range),
-// end_group(count), end_term(count). Calls arrive in text order.
+// end_group(count), end_term(count). Calls arrive in text order, except that plain names are
+// counted without calls while wants_next_term() is false.
 template <class Sink>
 Result<std::size_t> scan(std::string_view text, Sink& sink) {
   if (text.empty()) return fail("bad hostlist \"\": the list is empty");
@@ -132,6 +170,12 @@ Result<std::size_t> scan(std::string_view text, Sink& sink) {
   std::size_t total = 0;
   std::size_t pos = 0;
   while (true) {
+    if (!sink.wants_next_term()) {
+      std::size_t skipped = 0;
+      pos = skip_plain_terms(text, pos, skipped);
+      total += skipped;
+      if (total > k_max_names) return hostlist_error(text, pos, "too many names");
+    }
     const std::size_t term_start = pos;
     std::size_t term_count = 1;
     std::size_t literal_start = pos;
@@ -210,6 +254,7 @@ Result<std::size_t> scan(std::string_view text, Sink& sink) {
 
 // Builds nothing: scan() alone validates and counts.
 struct CountSink {
+  bool wants_next_term() const { return false; }
   void begin_term() {}
   void literal(std::string_view) {}
   void begin_group() {}
@@ -225,6 +270,7 @@ struct BuildSink {
   std::size_t seen = 0;
 
   bool building() const { return seen <= max_terms; }
+  bool wants_next_term() const { return seen < max_terms; }
   void begin_term() {
     if (++seen <= max_terms) terms.emplace_back();
   }

@@ -160,6 +160,44 @@ TEST(Hostlist, RandomTextIsHandledConsistently) {
   EXPECT_GT(valid, 1000);  // the alphabet must exercise the success path too
 }
 
+// Long comma lists take a block-at-a-time shortcut in count() and first() but not in parse():
+// with defects planted anywhere (block edges included) all three must still agree.
+TEST(Hostlist, LongListsAgreeAcrossEntryPoints) {
+  std::mt19937 random(7);
+  std::uniform_int_distribution<int> name_length(1, 20);
+  std::uniform_int_distribution<int> letter(0, 35);
+  const std::string_view defects[] = {",", "[1-2]", " ", "]", "[", "\x7f", "\xc3\xa9", "[0-1]x"};
+  std::uniform_int_distribution<std::size_t> pick_defect(0, std::size(defects) - 1);
+  for (int round = 0; round < 3000; ++round) {
+    std::string text;
+    const int names = 1 + round % 60;
+    for (int i = 0; i < names; ++i) {
+      if (i > 0) text += ',';
+      for (int j = name_length(random); j > 0; --j) {
+        const int c = letter(random);
+        text += static_cast<char>(c < 26 ? 'a' + c : '0' + (c - 26));
+      }
+    }
+    if (round % 3 != 0) {
+      std::uniform_int_distribution<std::size_t> where(0, text.size());
+      text.insert(where(random), defects[pick_defect(random)]);
+    }
+    SCOPED_TRACE(text);
+    auto list = Hostlist::parse(text);
+    auto count = Hostlist::count(text);
+    auto first = Hostlist::first(text);
+    ASSERT_EQ(count.has_value(), list.has_value());
+    ASSERT_EQ(first.has_value(), list.has_value());
+    if (!list) {
+      ASSERT_EQ(count.error().message, list.error().message);
+      ASSERT_EQ(first.error().message, list.error().message);
+      continue;
+    }
+    ASSERT_EQ(*count, list->size());
+    ASSERT_EQ(*first, list->at(0));
+  }
+}
+
 struct TasksCase {
   std::string_view text;
   std::vector<unsigned> counts;
