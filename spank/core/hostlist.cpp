@@ -44,9 +44,11 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // at a time: `special` marks bytes that may not appear in a name (whitespace, control
 // characters, DEL, ',', '[' or ']'; bytes >= 0x80 are allowed, for UTF-8 names), `comma` marks
 // the commas among them. Byte i of the block is bit i * k_bits_per_byte + k_bit_in_byte.
+// (std::popcount would be a libgcc call on baseline x86-64, so classify() counts commas too.)
 struct BlockBits {
   std::uint64_t special = 0;
   std::uint64_t comma = 0;
+  unsigned commas = 0;
 };
 
 #if defined(__SSE2__)
@@ -54,7 +56,7 @@ constexpr std::size_t k_block = 16;
 constexpr unsigned k_bits_per_byte = 1;
 constexpr unsigned k_bit_in_byte = 0;
 
-BlockBits classify(const char* p) {
+[[gnu::always_inline]] inline BlockBits classify(const char* p) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   const __m128i comma = _mm_cmpeq_epi8(v, _mm_set1_epi8(','));
   // Unsigned v <= 0x20 is min(v, 0x20) == v; SSE2 has no unsigned byte compare.
@@ -63,8 +65,12 @@ BlockBits classify(const char* p) {
   s = _mm_or_si128(s, _mm_cmpeq_epi8(v, _mm_set1_epi8('[')));
   s = _mm_or_si128(s, _mm_cmpeq_epi8(v, _mm_set1_epi8(']')));
   s = _mm_or_si128(s, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
+  // Commas are 0xff bytes in `comma`; summing (comma & 1) over the 16 bytes counts them.
+  const __m128i sums = _mm_sad_epu8(_mm_and_si128(comma, _mm_set1_epi8(1)), _mm_setzero_si128());
+  const auto commas = static_cast<unsigned>(_mm_cvtsi128_si32(sums) +
+                                            _mm_cvtsi128_si32(_mm_unpackhi_epi64(sums, sums)));
   return {static_cast<std::uint32_t>(_mm_movemask_epi8(s)),
-          static_cast<std::uint32_t>(_mm_movemask_epi8(comma))};
+          static_cast<std::uint32_t>(_mm_movemask_epi8(comma)), commas};
 }
 #else
 constexpr std::size_t k_block = 8;
@@ -72,7 +78,7 @@ constexpr unsigned k_bits_per_byte = 8;
 constexpr unsigned k_bit_in_byte = 7;
 
 // Exact SWAR byte tests (Hacker's Delight 6-1): the high bit of each matching byte is set.
-BlockBits classify(const char* p) {
+[[gnu::always_inline]] inline BlockBits classify(const char* p) {
   constexpr std::uint64_t k_ones = 0x0101010101010101ULL;
   constexpr std::uint64_t k_low7 = 0x7f7f7f7f7f7f7f7fULL;
   std::uint64_t word;
@@ -81,7 +87,9 @@ BlockBits classify(const char* p) {
   auto equal = [&](std::uint8_t b) { return zero_bytes(word ^ (k_ones * b)); };
   const std::uint64_t below_0x21 = ~(((word & k_low7) + k_ones * (0x80 - 0x21)) | word | k_low7);
   const std::uint64_t comma = equal(',');
-  return {below_0x21 | comma | equal('[') | equal(']') | equal(0x7f), comma};
+  // One bit per byte moved to bit 0 of each byte, then summed into the top byte.
+  const auto commas = static_cast<unsigned>(((comma >> 7) * k_ones) >> 56);
+  return {below_0x21 | comma | equal('[') | equal(']') | equal(0x7f), comma, commas};
 }
 #endif
 
@@ -101,7 +109,7 @@ std::size_t skip_plain_terms(std::string_view text, std::size_t pos, std::size_t
     const std::uint64_t after_comma = (bits.comma << k_bits_per_byte) | (term_starts_here ? k_first : 0);
     if ((bits.comma & after_comma) != 0) break;
     if (bits.comma != 0) {
-      skipped += static_cast<std::size_t>(std::popcount(bits.comma));
+      skipped += bits.commas;
       const auto last = static_cast<std::size_t>(std::bit_width(bits.comma) - 1) / k_bits_per_byte;
       resume = pos + last + 1;
     }
