@@ -1,0 +1,167 @@
+#include "job.hpp"
+
+#include "duration.hpp"
+#include "shell.hpp"
+#include "yaml_strict.hpp"
+
+namespace ddpgen {
+namespace {
+
+const std::vector<std::string> k_container_keys = {"image", "runtime", "mounts"};
+const std::vector<std::string> k_checkpoint_keys = {"dir", "requeue", "signal", "signal_time"};
+const std::vector<std::string> k_mail_keys = {"user", "type"};
+
+// Applies one "KEY=VALUE" to root; returns the key path and its label for error messages.
+std::pair<std::string, std::string> apply_set(YAML::Node& root, const std::string& set) {
+  const std::string label = "--set " + shell::comment_safe(set);
+  const auto eq = set.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw DecodeFailure{{{label, 0, 0}, "expected KEY=VALUE, e.g. --set partition=gpu"}};
+  const std::string path = set.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(set.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw DecodeFailure{{{label, 0, 0}, "value is not valid YAML: " + e.msg}};
+  }
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    auto dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot == std::string::npos ? dot : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  // node.reset() rebinds the handle; plain assignment would overwrite the tree.
+  YAML::Node cur;
+  cur.reset(root);
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = cur[parts[i]];
+    if (!next.IsMap()) cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node child = cur[parts[i]];
+    cur.reset(child);
+  }
+  cur[parts.back()] = value;
+  return {path, label};
+}
+
+Container decode_container(const StrictReader& r, const YAML::Node& node) {
+  Container c;
+  for (const auto& [key, value] : r.entries(node, "container", k_container_keys)) {
+    const std::string path = "container." + key;
+    if (key == "image") c.image = r.string(value, path);
+    if (key == "runtime") c.runtime = r.choice(value, path, {"apptainer", "singularity", "pyxis"});
+    if (key == "mounts") c.mounts = r.strings(value, path);
+  }
+  if (c.image.empty()) r.fail(node, "container", "\"container.image\" is required");
+  return c;
+}
+
+Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
+  Checkpoint c;
+  for (const auto& [key, value] : r.entries(node, "checkpoint", k_checkpoint_keys)) {
+    const std::string path = "checkpoint." + key;
+    if (key == "dir") c.dir = r.string(value, path);
+    if (key == "requeue") c.requeue = r.boolean(value, path);
+    if (key == "signal")
+      c.signal = r.choice(value, path, {"USR1", "USR2", "TERM", "INT", "HUP", "URG"});
+    if (key == "signal_time") c.signal_time = r.integer(value, path, 1, 65535);
+  }
+  if (c.dir.empty()) r.fail(node, "checkpoint", "\"checkpoint.dir\" is required");
+  return c;
+}
+
+Mail decode_mail(const StrictReader& r, const YAML::Node& node) {
+  Mail m;
+  for (const auto& [key, value] : r.entries(node, "mail", k_mail_keys)) {
+    if (key == "user") m.user = r.string(value, "mail.user");
+    if (key == "type") m.type = r.string(value, "mail.type");
+  }
+  if (m.user.empty()) r.fail(node, "mail", "\"mail.user\" is required");
+  return m;
+}
+
+Launcher decode_launcher(const StrictReader& r, const YAML::Node& node) {
+  const std::string name =
+      r.choice(node, "launcher", {"torchrun", "srun", "accelerate", "lightning", "fairseq"});
+  if (name == "srun") return Launcher::srun;
+  if (name == "accelerate") return Launcher::accelerate;
+  if (name == "lightning") return Launcher::lightning;
+  if (name == "fairseq") return Launcher::fairseq;
+  return Launcher::torchrun;
+}
+
+void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
+  bool has_time = false;
+  for (const auto& [key, value] : r.entries(root, "", job_keys())) {
+    job.where[key] = r.where(value, key);
+    if (value.IsNull()) continue;  // "key:" with no value, or --set key= : as if not given
+    if (key == "name") job.name = r.string(value, key);
+    if (key == "nodes") job.nodes = r.integer(value, key, 1, 100000);
+    if (key == "gpus_per_node") job.gpus_per_node = r.integer(value, key, 0, 1024);
+    if (key == "procs_per_node") job.procs_per_node = r.integer(value, key, 1, 1024);
+    if (key == "time") {
+      const std::string text = r.string(value, key);
+      auto seconds = duration::parse(text);
+      if (!seconds)
+        r.fail(value, key,
+               "\"time\": malformed time \"" + shell::comment_safe(text) +
+                   "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
+      job.time = *seconds;
+      has_time = true;
+    }
+    if (key == "launcher") job.launcher = decode_launcher(r, value);
+    if (key == "script") job.script = r.string(value, key);
+    if (key == "args") job.args = r.strings(value, key);
+    if (key == "account") job.account = r.string(value, key);
+    if (key == "partition") job.partition = r.string(value, key);
+    if (key == "gpu_type") job.gpu_type = r.string(value, key);
+    if (key == "env") job.env = r.env_map(value, key);
+    if (key == "modules") job.modules = r.strings(value, key);
+    if (key == "container") job.container = decode_container(r, value);
+    if (key == "checkpoint") job.checkpoint = decode_checkpoint(r, value);
+    if (key == "output") job.output = r.string(value, key);
+    if (key == "error") job.error = r.string(value, key);
+    if (key == "mail") job.mail = decode_mail(r, value);
+    if (key == "preflight") job.preflight = r.boolean(value, key);
+  }
+  if (!has_time)
+    throw DecodeFailure{{job.at("time"), "\"time\" is required (e.g. time: \"02:00:00\")"}};
+  if (job.script.empty())
+    throw DecodeFailure{{job.at("script"), "\"script\" is required (the program to run)"}};
+}
+
+}  // namespace
+
+const std::vector<std::string>& job_keys() {
+  static const std::vector<std::string> keys = {
+      "name",   "nodes",   "gpus_per_node", "procs_per_node", "time",      "launcher",
+      "script", "args",    "account",       "partition",      "gpu_type",  "env",
+      "modules", "container", "checkpoint", "output",        "error",     "mail",
+      "preflight"};
+  return keys;
+}
+
+Result<Job> decode_job(const std::string& text, const std::string& file,
+                       const std::vector<std::string>& sets) {
+  auto doc = parse_yaml(text, file);
+  if (!doc) return std::unexpected(doc.error());
+  Job job;
+  job.file = file;
+  try {
+    YAML::Node root = *doc;
+    if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+    std::map<std::string, std::string> overrides;
+    for (const auto& set : sets) {
+      if (!root.IsMap()) break;  // reported below, at the document
+      auto [path, label] = apply_set(root, set);
+      overrides[path] = label;
+    }
+    StrictReader reader(file, overrides);
+    decode_into(job, reader, root);
+  } catch (const DecodeFailure& failure) {
+    return std::unexpected(failure.error);
+  }
+  return job;
+}
+
+}  // namespace ddpgen

@@ -1,0 +1,21 @@
+// Decoding a job file (strict) with --set KEY=VALUE overrides.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model.hpp"
+
+namespace ddpgen {
+
+// The keys a job file may have at its top level.
+const std::vector<std::string>& job_keys();
+
+// Decodes job-file text named file. sets are "KEY=VALUE" overrides (KEY may be dotted, as in
+// checkpoint.requeue; VALUE is YAML, so "args=[-v, --lr=3]" is a list) applied before decoding,
+// so they are checked exactly like the file. Only shapes and types are checked here; whether
+// the job fits a site is plan()'s business.
+Result<Job> decode_job(const std::string& text, const std::string& file,
+                       const std::vector<std::string>& sets);
+
+}  // namespace ddpgen

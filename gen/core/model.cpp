@@ -1,0 +1,22 @@
+#include "model.hpp"
+
+namespace ddpgen {
+
+const char* launcher_name(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::torchrun: return "torchrun";
+    case Launcher::srun: return "srun";
+    case Launcher::accelerate: return "accelerate";
+    case Launcher::lightning: return "lightning";
+    case Launcher::fairseq: return "fairseq";
+  }
+  return "torchrun";
+}
+
+Location Job::at(const std::string& key) const {
+  auto it = where.find(key);
+  if (it != where.end()) return it->second;
+  return {file, 1, 1};
+}
+
+}  // namespace ddpgen

@@ -1,0 +1,119 @@
+// The job file and site profile as plain values. Defaults live here, as member initialisers.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "error.hpp"
+
+namespace ddpgen {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+enum class Launcher { torchrun, srun, accelerate, lightning, fairseq };
+
+// Returns the job-file spelling of launcher.
+const char* launcher_name(Launcher launcher);
+
+struct Container {
+  std::string image;
+  std::string runtime;  // apptainer | singularity | pyxis; empty: the profile's default
+  std::vector<std::string> mounts;
+};
+
+struct Checkpoint {
+  std::string dir;
+  bool requeue = false;
+  std::string signal = "USR1";
+  long signal_time = 120;  // seconds before the time limit
+};
+
+struct Mail {
+  std::string user;
+  std::string type = "END,FAIL";
+};
+
+// One decoded job file. where[key path] says where each given value came from.
+struct Job {
+  std::string name;
+  long nodes = 1;
+  std::optional<long> gpus_per_node;   // default: the chosen partition's GPUs per node
+  std::optional<long> procs_per_node;  // default: gpus_per_node, or 1 when that is 0
+  long time = 0;                       // seconds; required
+  Launcher launcher = Launcher::torchrun;
+  std::string script;
+  std::vector<std::string> args;
+  std::string account;
+  std::string partition;
+  std::string gpu_type;
+  EnvList env;
+  std::vector<std::string> modules;
+  std::optional<Container> container;
+  std::optional<Checkpoint> checkpoint;
+  std::string output;
+  std::string error;
+  std::optional<Mail> mail;
+  bool preflight = false;
+
+  std::string file;                        // the job file's name as given
+  std::map<std::string, Location> where;   // key path -> where it was given
+  // Where key was given, or the start of the job file when it was not.
+  Location at(const std::string& key) const;
+};
+
+struct NodeSpec {
+  long gpus = 0;
+  std::string gpu_type;  // GRES type ("v100") and the name a job's gpu_type selects
+  long cores = 0;
+  long memory_gb = 0;
+  long local_disk_gb = 0;
+};
+
+struct Partition {
+  std::string name;  // the Slurm partition; several entries may share it (Ibex: constraints)
+  std::string description;
+  long min_nodes = 1;
+  long max_nodes = 0;  // 0: no limit known
+  long max_time = 0;   // seconds; 0: no limit known
+  long min_gpus = 0;   // per job
+  long max_gpus = 0;   // per job; 0: no limit known
+  bool test = false;   // never chosen automatically
+  std::string constraint;
+  std::optional<NodeSpec> node;  // default: the profile's node
+  std::vector<std::string> sbatch;
+};
+
+struct Profile {
+  std::string name;
+  std::string description;
+  std::string deprecated;  // non-empty: printed at the top of every script
+  bool abstract = false;   // only for extends:, not listed as a cluster
+  std::vector<std::string> notes;
+  std::vector<std::string> sources;
+  bool ddp_plugin = false;
+  bool account_required = false;
+  std::string account_hint = "<account>";
+  std::string gpu_request = "gres";  // gres | gpus-per-node
+  std::string gpu_vendor = "nvidia"; // nvidia | amd (apptainer --nv or --rocm)
+  NodeSpec node;
+  std::vector<Partition> partitions;
+  long cpus_per_gpu = 0;    // 0: no --cpus-per-task
+  long mem_per_gpu_gb = 0;  // 0: no --mem (memory is automatic or left to the site default)
+  std::vector<std::string> sbatch;
+  bool module_purge = false;
+  std::vector<std::string> module_use;  // extra module directories ("module use DIR")
+  std::vector<std::string> modules;
+  EnvList env;
+  std::vector<std::string> container_runtimes;  // first is the default
+  std::vector<std::string> container_binds;
+  std::vector<std::string> container_modules;
+  std::string local_scratch;  // where node-local disk is ("$LOCAL_SCRATCH, --gres=nvme:<GB>"), a comment
+  std::string python = "python3";
+  long port_first = 20000;
+  long port_last = 30999;
+};
+
+}  // namespace ddpgen

@@ -1,0 +1,195 @@
+#include "profile.hpp"
+
+#include "duration.hpp"
+#include "shell.hpp"
+#include "yaml_strict.hpp"
+
+namespace ddpgen {
+namespace {
+
+const std::vector<std::string> k_node_keys = {"gpus", "gpu_type", "cores", "memory_gb",
+                                              "local_disk_gb"};
+const std::vector<std::string> k_partition_keys = {
+    "name", "description", "min_nodes", "max_nodes", "max_time", "min_gpus",
+    "max_gpus", "test", "constraint", "node", "sbatch"};
+const std::vector<std::string> k_account_keys = {"required", "hint"};
+const std::vector<std::string> k_container_keys = {"runtimes", "binds", "modules"};
+
+NodeSpec decode_node(const StrictReader& r, const YAML::Node& node, const std::string& path,
+                     NodeSpec spec) {
+  for (const auto& [key, value] : r.entries(node, path, k_node_keys)) {
+    const std::string p = path + "." + key;
+    if (key == "gpus") spec.gpus = r.integer(value, p, 0, 64);
+    if (key == "gpu_type") spec.gpu_type = r.string(value, p);
+    if (key == "cores") spec.cores = r.integer(value, p, 0, 100000);
+    if (key == "memory_gb") spec.memory_gb = r.integer(value, p, 0, 10000000);
+    if (key == "local_disk_gb") spec.local_disk_gb = r.integer(value, p, 0, 10000000);
+  }
+  return spec;
+}
+
+long decode_time(const StrictReader& r, const YAML::Node& node, const std::string& path) {
+  const std::string text = r.string(node, path);
+  auto seconds = duration::parse(text);
+  if (!seconds) r.fail(node, path, "\"" + path + "\": malformed time \"" + text + "\"");
+  return *seconds;
+}
+
+// Directives from a profile are trusted but still must be one safe token each.
+std::vector<std::string> decode_directives(const StrictReader& r, const YAML::Node& node,
+                                           const std::string& path) {
+  auto list = r.strings(node, path);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& d = list[i];
+    auto problem = shell::sbatch_value_problem(d);
+    if (problem || !d.starts_with("--"))
+      r.fail(node[i], path, "\"" + path + "\": \"" + shell::comment_safe(d) +
+                                "\" must be one --option[=value] token" +
+                                (problem ? " (it " + *problem + ")" : ""));
+  }
+  return list;
+}
+
+Partition decode_partition(const StrictReader& r, const YAML::Node& node, const std::string& path) {
+  Partition p;
+  for (const auto& [key, value] : r.entries(node, path, k_partition_keys)) {
+    const std::string kp = path + "." + key;
+    if (key == "name") p.name = r.string(value, kp);
+    if (key == "description") p.description = r.string(value, kp);
+    if (key == "min_nodes") p.min_nodes = r.integer(value, kp, 1, 100000);
+    if (key == "max_nodes") p.max_nodes = r.integer(value, kp, 1, 100000);
+    if (key == "max_time") p.max_time = decode_time(r, value, kp);
+    if (key == "min_gpus") p.min_gpus = r.integer(value, kp, 0, 1000000);
+    if (key == "max_gpus") p.max_gpus = r.integer(value, kp, 1, 1000000);
+    if (key == "test") p.test = r.boolean(value, kp);
+    if (key == "constraint") p.constraint = r.string(value, kp);
+    if (key == "node") p.node = decode_node(r, value, kp, NodeSpec{});
+    if (key == "sbatch") p.sbatch = decode_directives(r, value, kp);
+  }
+  if (auto problem = shell::sbatch_value_problem(p.name))
+    r.fail(node, path, "\"" + path + ".name\" " + *problem);
+  if (!p.constraint.empty())
+    if (auto problem = shell::sbatch_value_problem(p.constraint))
+      r.fail(node, path, "\"" + path + ".constraint\" " + *problem);
+  return p;
+}
+
+void decode_port_range(const StrictReader& r, const YAML::Node& node, Profile& p) {
+  const std::string text = r.string(node, "port_range");
+  auto dash = text.find('-');
+  long first = 0, last = 0;
+  try {
+    if (dash != std::string::npos) {
+      first = std::stol(text.substr(0, dash));
+      last = std::stol(text.substr(dash + 1));
+    }
+  } catch (const std::exception&) {
+    first = 0;
+  }
+  if (first < 1024 || last > 65535 || first > last)
+    r.fail(node, "port_range", "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999");
+  p.port_first = first;
+  p.port_last = last;
+}
+
+void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
+  for (const auto& [key, value] : r.entries(root, "", profile_keys())) {
+    if (key == "extends") continue;
+    if (key == "description") p.description = r.string(value, key);
+    if (key == "deprecated") p.deprecated = r.string(value, key);
+    if (key == "abstract") p.abstract = r.boolean(value, key);
+    if (key == "notes") p.notes = r.strings(value, key);
+    if (key == "sources") p.sources = r.strings(value, key);
+    if (key == "ddp_plugin") p.ddp_plugin = r.boolean(value, key);
+    if (key == "account") {
+      for (const auto& [k, v] : r.entries(value, key, k_account_keys)) {
+        if (k == "required") p.account_required = r.boolean(v, "account.required");
+        if (k == "hint") p.account_hint = r.string(v, "account.hint");
+      }
+    }
+    if (key == "gpu_request") p.gpu_request = r.choice(value, key, {"gres", "gpus-per-node"});
+    if (key == "gpu_vendor") p.gpu_vendor = r.choice(value, key, {"nvidia", "amd"});
+    if (key == "node") p.node = decode_node(r, value, key, p.node);
+    if (key == "partitions") {
+      if (!value.IsSequence() || value.size() == 0)
+        r.fail(value, key, "\"partitions\" must be a non-empty list");
+      p.partitions.clear();
+      for (std::size_t i = 0; i < value.size(); ++i)
+        p.partitions.push_back(
+            decode_partition(r, value[i], "partitions[" + std::to_string(i) + "]"));
+    }
+    if (key == "cpus_per_gpu") p.cpus_per_gpu = r.integer(value, key, 0, 1024);
+    if (key == "mem_per_gpu_gb") p.mem_per_gpu_gb = r.integer(value, key, 0, 100000);
+    if (key == "sbatch") p.sbatch = decode_directives(r, value, key);
+    if (key == "module_purge") p.module_purge = r.boolean(value, key);
+    if (key == "modules") p.modules = r.strings(value, key);
+    if (key == "module_use") p.module_use = r.strings(value, key);
+    if (key == "env") {
+      for (auto& [name, v] : r.env_map(value, key)) {
+        std::erase_if(p.env, [&](const auto& e) { return e.first == name; });
+        p.env.emplace_back(name, v);
+      }
+    }
+    if (key == "container") {
+      for (const auto& [k, v] : r.entries(value, key, k_container_keys)) {
+        const std::string kp = "container." + k;
+        if (k == "runtimes") {
+          p.container_runtimes.clear();
+          for (const auto& runtime : r.strings(v, kp)) {
+            if (runtime != "apptainer" && runtime != "singularity" && runtime != "pyxis")
+              r.fail(v, kp, "\"" + kp + "\": unknown runtime \"" + shell::comment_safe(runtime) +
+                                "\" (valid: apptainer, singularity, pyxis)");
+            p.container_runtimes.push_back(runtime);
+          }
+        }
+        if (k == "binds") p.container_binds = r.strings(v, kp);
+        if (k == "modules") p.container_modules = r.strings(v, kp);
+      }
+    }
+    if (key == "local_scratch") p.local_scratch = r.string(value, key);
+    if (key == "python") p.python = r.string(value, key);
+    if (key == "port_range") decode_port_range(r, value, p);
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& profile_keys() {
+  static const std::vector<std::string> keys = {
+      "extends",      "description",    "deprecated", "abstract",      "notes",
+      "sources",      "ddp_plugin",     "account",    "gpu_request",   "gpu_vendor",
+      "node",         "partitions",     "cpus_per_gpu", "mem_per_gpu_gb", "sbatch",
+      "module_purge", "module_use", "modules",        "env",        "container",     "local_scratch",
+      "python",       "port_range"};
+  return keys;
+}
+
+Result<ProfileDoc> read_profile_doc(const std::string& text, const std::string& file) {
+  auto doc = parse_yaml(text, file);
+  if (!doc) return std::unexpected(doc.error());
+  ProfileDoc out{*doc, file, ""};
+  try {
+    StrictReader r(file);
+    if (!out.root.IsMap()) r.fail(out.root, "", "a profile must be a mapping of keys");
+    const YAML::Node& root = out.root;  // const: a lookup must not add the key
+    if (root["extends"]) out.extends = r.string(root["extends"], "extends");
+  } catch (const DecodeFailure& failure) {
+    return std::unexpected(failure.error);
+  }
+  return out;
+}
+
+Result<Profile> decode_profile(const ProfileDoc& doc, Profile base) {
+  try {
+    StrictReader r(doc.file);
+    base.abstract = false;  // not inherited: a concrete profile may extend an abstract one
+    decode_into(base, r, doc.root);
+    if (base.partitions.empty() && !base.abstract)
+      r.fail(doc.root, "", "a profile needs \"partitions\" (or extends one that has them)");
+  } catch (const DecodeFailure& failure) {
+    return std::unexpected(failure.error);
+  }
+  return base;
+}
+
+}  // namespace ddpgen

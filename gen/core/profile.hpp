@@ -1,0 +1,30 @@
+// Decoding a site profile (strict), layered over the profile it extends.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "model.hpp"
+
+namespace ddpgen {
+
+// A parsed profile document, before it is applied over its base.
+struct ProfileDoc {
+  YAML::Node root;
+  std::string file;
+  std::string extends;  // name or path of the base profile; empty for none
+};
+
+// The keys a profile may have at its top level.
+const std::vector<std::string>& profile_keys();
+
+// Parses profile text and reads its "extends:" so the caller can load the base first.
+Result<ProfileDoc> read_profile_doc(const std::string& text, const std::string& file);
+
+// Returns base with every key present in doc applied over it: scalars and lists replace,
+// env and node merge key by key. The caller sets name.
+Result<Profile> decode_profile(const ProfileDoc& doc, Profile base);
+
+}  // namespace ddpgen

@@ -1,0 +1,227 @@
+#include "render.hpp"
+
+#include <kainjow/mustache.hpp>
+
+#include "shell.hpp"
+
+namespace ddpgen {
+namespace {
+
+namespace mu = kainjow::mustache;
+
+// Looks names up like mustache's own context, but remembers every name it could not find, so
+// that render() can refuse instead of writing an empty string.
+class StrictContext : public mu::basic_context<std::string> {
+ public:
+  explicit StrictContext(const mu::data* root) : inner_(root) {}
+  void push(const mu::data* data) override { inner_.push(data); }
+  void pop() override { inner_.pop(); }
+  const mu::data* get(const std::string& name) const override { return note(name, inner_.get(name)); }
+  const mu::data* get_partial(const std::string& name) const override {
+    return note(">" + name, inner_.get_partial(name));
+  }
+  const std::vector<std::string>& missing() const { return missing_; }
+
+ private:
+  const mu::data* note(const std::string& name, const mu::data* found) const {
+    if (!found) missing_.push_back(name);
+    return found;
+  }
+  mu::context<std::string> inner_;
+  mutable std::vector<std::string> missing_;
+};
+
+// The byte that marks where a standalone tag line was; inputs never contain it (the decoders
+// refuse control characters).
+constexpr char k_sentinel = '\x1e';
+
+// Applies mustache's standalone-line rule: a line holding only a section tag ({{#x}}, {{^x}},
+// {{/x}}) disappears with its newline. kainjow drops such lines only when the section renders
+// and keeps a blank line where it is skipped, so each such line becomes "{{tag}}<sentinel>"
+// here, and drop_sentinel_lines() removes what is left of it after rendering.
+std::string mark_standalone_tags(const std::string& text) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t nl = text.find('\n', start);
+    std::size_t end = nl == std::string::npos ? text.size() : nl;
+    std::string_view line(text.data() + start, end - start);
+    const auto first = line.find_first_not_of(" \t");
+    const auto last = line.find_last_not_of(" \t");
+    std::string_view tag = first == std::string_view::npos ? std::string_view{}
+                                                            : line.substr(first, last + 1 - first);
+    const bool standalone = tag.size() > 4 && tag.starts_with("{{") && tag.ends_with("}}") &&
+                            (tag[2] == '#' || tag[2] == '^' || tag[2] == '/') &&
+                            tag.find("{{", 2) == std::string_view::npos;
+    if (standalone) {
+      out.append(tag);
+      out += k_sentinel;
+      out += '\n';
+    } else {
+      out.append(text, start, nl == std::string::npos ? std::string::npos : nl + 1 - start);
+    }
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return out;
+}
+
+std::string drop_sentinel_lines(const std::string& text) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t nl = text.find('\n', start);
+    std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
+    std::string_view line(text.data() + start, end - start);
+    if (line != std::string_view("\x1e\n", 2) && line != std::string_view("\x1e", 1)) out.append(line);
+    start = end;
+  }
+  return out;
+}
+
+mu::data words(const std::vector<Word>& list) {
+  mu::data out{mu::data::type::list};
+  bool first = true;
+  for (const auto& w : list) {
+    mu::data item;
+    item.set("sep", first ? "" : " ");
+    item.set("raw", w.raw);
+    if (w.user)
+      item.set("user", *w.user);
+    else
+      item.set("user", false);
+    out.push_back(item);
+    first = false;
+  }
+  return out;
+}
+
+// Splits text into comment-safe lines.
+mu::data comment_lines(const std::vector<std::string>& texts) {
+  mu::data out{mu::data::type::list};
+  for (const auto& text : texts) {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      auto nl = text.find('\n', start);
+      std::string line = text.substr(start, nl == std::string::npos ? nl : nl - start);
+      if (!line.empty() || nl != std::string::npos) out.push_back(mu::data("line", shell::comment_safe(line)));
+      if (nl == std::string::npos) break;
+      start = nl + 1;
+    }
+  }
+  return out;
+}
+
+mu::data env_list(const EnvList& env, bool allow_vars) {
+  mu::data out{mu::data::type::list};
+  for (const auto& [key, value] : env) {
+    mu::data item;
+    item.set("key", key);
+    if (allow_vars)
+      item.set("quoted", shell::quote_allowing_vars(value));
+    else
+      item.set("value", value);
+    out.push_back(item);
+  }
+  return out;
+}
+
+mu::data string_list(const std::vector<std::string>& values) {
+  mu::data out{mu::data::type::list};
+  for (const auto& v : values) out.push_back(mu::data("name", v));
+  return out;
+}
+
+mu::data optional_object(bool present, mu::data object) {
+  return present ? object : mu::data(false);
+}
+
+mu::data build(const Plan& plan, const RenderInput& in) {
+  mu::data d;
+  d.set("version", shell::comment_safe(in.version));
+  d.set("job_file", shell::comment_safe(in.job_file));
+  d.set("profile", shell::comment_safe(plan.profile_name));
+  d.set("description", comment_lines({plan.profile_description}));
+  d.set("deprecated", comment_lines(plan.deprecated.empty() ? std::vector<std::string>{}
+                                                            : std::vector<std::string>{plan.deprecated}));
+  d.set("notes", comment_lines(plan.notes));
+  d.set("has_notes", !plan.notes.empty());
+  d.set("partition", plan.partition);
+  d.set("partition_chosen", plan.partition_chosen);
+  d.set("launcher", plan.launcher);
+  d.set("nodes", std::to_string(plan.nodes));
+  d.set("gpus_per_node", std::to_string(plan.gpus_per_node));
+  d.set("procs_per_node", std::to_string(plan.procs_per_node));
+  mu::data directives{mu::data::type::list};
+  for (const auto& dir : plan.directives) directives.push_back(mu::data("d", dir));
+  d.set("directives", directives);
+
+  const bool has_modules = plan.module_purge || !plan.module_use.empty() || !plan.modules.empty();
+  d.set("has_modules", has_modules);
+  d.set("module_purge", plan.module_purge);
+  d.set("module_use", string_list(plan.module_use));
+  d.set("modules", string_list(plan.modules));
+  d.set("has_site_env", !plan.site_env.empty());
+  d.set("site_env", env_list(plan.site_env, true));
+  d.set("has_job_env", !plan.job_env.empty());
+  d.set("job_env", env_list(plan.job_env, false));
+  d.set("local_scratch", optional_object(!plan.local_scratch.empty(),
+                                         mu::data("text", shell::comment_safe(plan.local_scratch))));
+
+  mu::data checkpoint;
+  checkpoint.set("dir", plan.checkpoint_dir);
+  d.set("checkpoint", optional_object(!plan.checkpoint_dir.empty(), checkpoint));
+  mu::data requeue;
+  requeue.set("signal", plan.signal);
+  std::string signal_time;
+  for (const auto& dir : plan.directives)
+    if (dir.starts_with("--signal=")) signal_time = dir.substr(dir.find('@') + 1);
+  requeue.set("signal_time", signal_time);
+  d.set("requeue", optional_object(plan.requeue, requeue));
+  d.set("preflight", plan.preflight);
+
+  d.set("plugin_tasks", plan.plugin && !plan.torchrun_mode);
+  d.set("plugin_torchrun", plan.plugin && plan.torchrun_mode);
+  d.set("setup", !plan.plugin);
+  d.set("tasks_mode", !plan.torchrun_mode);
+  d.set("torchrun_mode", plan.torchrun_mode);
+  d.set("port_first", std::to_string(plan.port_first));
+  d.set("port_size", std::to_string(plan.port_size));
+  d.set("srun", words(plan.srun_words));
+  d.set("has_container", !plan.container_words.empty());
+  d.set("container", words(plan.container_words));
+  d.set("command", words(plan.command_words));
+  // The wrapper's code is single-quoted in the script; it is ddpgen's own text and never
+  // contains a quote (checked in render()).
+  mu::data wrapper;
+  wrapper.set("code", std::string(plan.plugin ? "" : "\"$ddpgen_task_setup\"") + "'" +
+                          plan.wrapper_exec + "'");
+  d.set("wrapper", optional_object(plan.wrapped, wrapper));
+  d.set("accelerate", plan.launcher == "accelerate");
+  return d;
+}
+
+}  // namespace
+
+Result<std::string> render(const Plan& plan, const RenderInput& input) {
+  const Location where{input.template_name, 0, 0};
+  if (plan.wrapper_exec.find('\'') != std::string::npos)
+    return std::unexpected(Error{where, "internal error: wrapper code contains a quote"});
+  mu::mustache tmpl{mark_standalone_tags(input.template_text)};
+  if (!tmpl.is_valid())
+    return std::unexpected(Error{where, "template error: " + tmpl.error_message()});
+  tmpl.set_custom_escape([](const std::string& s) { return shell::quote(s); });
+  const mu::data data = build(plan, input);
+  StrictContext context(&data);
+  std::string out = drop_sentinel_lines(tmpl.render(context));
+  if (!tmpl.is_valid())
+    return std::unexpected(Error{where, "template error: " + tmpl.error_message()});
+  if (!context.missing().empty())
+    return std::unexpected(Error{where, "template uses {{" + context.missing().front() +
+                                            "}}, which ddpgen does not provide"});
+  if (out.find(k_sentinel) != std::string::npos)
+    return std::unexpected(Error{where, "template error: a section tag shares a line with text"});
+  return out;
+}
+
+}  // namespace ddpgen
