@@ -52,6 +52,11 @@ std::string address_text(const sockaddr* addr) {
   if (addr->sa_family == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, buf, sizeof buf);
   } else if (addr->sa_family == AF_INET6) {
+    const auto* a6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) {  // a dual-stack listener's IPv4 peer
+      inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], buf, sizeof buf);
+      return buf;
+    }
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, buf, sizeof buf);
   } else {
     return "?";

@@ -277,7 +277,6 @@ Exchange Session::run(Clock::time_point collect_until) {
     }
   }
   std::uint64_t needed = s.id.self.world_size;
-  std::size_t garbage = 0;
   std::vector<std::string> garbage_notes;
 
   for (;;) {
@@ -364,11 +363,14 @@ Exchange Session::run(Clock::time_point collect_until) {
           if (hello) {
             c.hello = *hello;
           } else {
-            ++garbage;
             if (garbage_notes.size() < 3) garbage_notes.push_back(c.peer + ": " + hello.error().message);
             c.closed = true;
           }
         } else if (!open || c.in.overflowed()) {
+          if (c.in.overflowed() && garbage_notes.size() < 3) {
+            garbage_notes.push_back(c.peer + ": a line longer than " + std::to_string(k_max_line) +
+                                    " bytes");
+          }
           c.closed = true;
         }
       }

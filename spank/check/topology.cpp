@@ -62,9 +62,20 @@ hwloc_obj_t pci_parent(hwloc_obj_t obj) {
   return parent && parent->type == HWLOC_OBJ_PCI_DEVICE ? parent : nullptr;
 }
 
+// The closest common ancestor. Written out because hwloc_get_common_ancestor_obj() compares
+// depths, which are negative (virtual) for I/O objects.
+hwloc_obj_t common_ancestor(hwloc_obj_t a, hwloc_obj_t b) {
+  for (hwloc_obj_t x = a; x; x = x->parent) {
+    for (hwloc_obj_t y = b; y; y = y->parent) {
+      if (x == y) return x;
+    }
+  }
+  return nullptr;
+}
+
 // True when a and b sit behind the same PCIe switch (their common ancestor is a PCI bridge).
-bool same_switch(hwloc_topology_t topo, hwloc_obj_t a, hwloc_obj_t b) {
-  hwloc_obj_t common = hwloc_get_common_ancestor_obj(topo, a, b);
+bool same_switch(hwloc_obj_t a, hwloc_obj_t b) {
+  hwloc_obj_t common = common_ancestor(a, b);
   return common && common->type == HWLOC_OBJ_BRIDGE &&
          common->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI;
 }
@@ -117,7 +128,7 @@ Topology walk(hwloc_topology_t topo) {
     // Nearest GPUs: behind the same PCIe switch (GPUDirect RDMA at full speed), else on the
     // same NUMA node / package.
     for (std::size_t i = 0; i < gpu_objs.size(); ++i) {
-      if (same_switch(topo, anchor, gpu_objs[i])) nic.near_gpus.push_back(t.gpus[i].name);
+      if (same_switch(anchor, gpu_objs[i])) nic.near_gpus.push_back(t.gpus[i].name);
     }
     if (nic.near_gpus.empty()) {
       hwloc_obj_t mine = hwloc_get_non_io_ancestor_obj(topo, anchor);

@@ -162,8 +162,12 @@ WorldReport verify_world(std::span<const Hello> hellos, const Hello& expected, S
   }
   for (const auto& [rank, who] : by_rank) {
     if (who.size() < 2) continue;
+    std::vector<const Hello*> sorted = who;
+    std::sort(sorted.begin(), sorted.end(), [](const Hello* a, const Hello* b) {
+      return a->host != b->host ? a->host < b->host : a->pid < b->pid;
+    });
     std::vector<std::string> senders;
-    for (const Hello* h : who) senders.push_back(h->host + " (pid " + std::to_string(h->pid) + ")");
+    for (const Hello* h : sorted) senders.push_back(h->host + " (pid " + std::to_string(h->pid) + ")");
     faults.push_back("duplicate " + rank_word + " " + std::to_string(rank) + " from " +
                      join(senders, ", "));
   }
@@ -174,9 +178,11 @@ WorldReport verify_world(std::span<const Hello> hellos, const Hello& expected, S
     if (!by_rank.contains(r)) missing.push_back(r);
   }
   if (!missing.empty()) {
+    std::size_t arrived = 0;  // distinct ranks within 0..N-1
+    for (const auto& entry : by_rank) arrived += entry.first < world ? 1 : 0;
     std::string text = "missing " + rank_word + " " + format_ranges(missing) + " (" +
                        world_word + "=" + std::to_string(world) + ", " +
-                       std::to_string(by_rank.size()) + " distinct arrived)";
+                       std::to_string(arrived) + " distinct arrived)";
     std::vector<std::string> where;
     if (scope == Scope::ranks) {
       for (const auto& [key, view] : nodes) {
