@@ -12,6 +12,7 @@
 
 namespace ddp {
 
+// Address family of an address, or the preferred family of a policy (any: resolver order).
 enum class Family { any, ipv4, ipv6 };
 
 // An IPv4 or IPv6 address as plain bytes (IPv4 uses the first 4).
@@ -19,7 +20,7 @@ struct IpAddress {
   Family family = Family::ipv4;  // ipv4 or ipv6, never any
   std::array<std::uint8_t, 16> bytes{};
 
-  // Parses dotted IPv4 or textual IPv6.
+  // Parses dotted IPv4 or textual IPv6 (no zone index, no surrounding blanks).
   static Result<IpAddress> parse(std::string_view text);
   // Canonical text (inet_ntop): "10.0.0.1", "fd00::1".
   std::string to_string() const;
@@ -41,6 +42,7 @@ struct Cidr {
   std::string to_string() const;
 };
 
+// What MASTER_ADDR holds: a resolved address (ip) or the rewritten name itself (hostname).
 enum class AddrMode { ip, hostname };
 
 // Site policy from plugstack.conf. Defaults live here and only here.
@@ -58,7 +60,8 @@ struct AddressPolicy {
 std::string rewrite_host(std::string_view host, const AddressPolicy& policy);
 
 // Picks the address to export among `candidates` (resolver order kept): loopback never
-// qualifies, `networks` filter, `family` orders. The error names `host` and what to configure.
+// qualifies, `networks` filter, `family` orders. The error names `host`, lists what it resolved
+// to and why each was refused, and says what to configure.
 Result<IpAddress> choose_address(std::span<const IpAddress> candidates, const AddressPolicy& policy,
                                  std::string_view host);
 

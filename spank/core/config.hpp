@@ -23,7 +23,8 @@ struct Config {
   std::string default_mode = "tasks";  // default_mode=: the mode of a bare --ddp
 };
 
-// Parses plugstack.conf arguments ("key=value" each).
+// Parses plugstack.conf arguments ("key=value" each). Strict: an argument without '=', an
+// unknown key, a bad or empty value and a key given twice are errors naming the argument.
 Result<Config> parse_config(std::span<const std::string_view> args);
 
 }  // namespace ddp

@@ -12,11 +12,13 @@
 
 namespace ddp {
 
+// tasks: one rank per Slurm task; torchrun: one torchrun launcher per node.
 enum class Mode { tasks, torchrun };
 
 // Parses a --ddp value; an empty value means `default_mode`. The error text names --ddp and
 // lists the valid modes: "--ddp=foo: unknown mode (valid: tasks, torchrun)".
 Result<Mode> parse_mode(std::string_view value, std::string_view default_mode = "tasks");
+// "tasks" or "torchrun".
 std::string_view mode_name(Mode mode);
 
 // What every node of the step agrees on, computed once per node.
@@ -50,7 +52,8 @@ struct NodeInputs {
 };
 
 // Validates the inputs and computes the step plan. `master_addr` is the already-resolved
-// address (or name) of the first node of the step; see head_host().
+// address (or name) of the first node of the step; see head_host(). Errors name the Slurm
+// variable at fault; torchrun mode rejects steps with more than one task on a node.
 Result<StepPlan> plan_step(const NodeInputs& in, std::string_view master_addr,
                            PortRange port_window);
 
@@ -63,7 +66,9 @@ struct TaskInputs {
   std::uint32_t local_id = 0;   // S_TASK_ID
 };
 
-// The variables to export for one task, in a fixed order.
+// The variables to export for one task, in a fixed order. tasks mode: MASTER_ADDR,
+// MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, NNODES.
+// torchrun mode: no RANK/LOCAL_RANK (torchrun sets them), plus NPROC_PER_NODE and PET_*.
 EnvList task_environment(const StepPlan& plan, const TaskInputs& task);
 
 }  // namespace ddp

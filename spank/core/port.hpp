@@ -13,8 +13,11 @@ namespace ddp {
 struct PortRange {
   std::uint16_t first = 0;
   std::uint16_t last = 0;
+  // Number of ports; meaningful only when first <= last.
   std::uint32_t size() const { return std::uint32_t{last} - first + 1; }
+  // True when the two ranges share a port (port_range against the ephemeral range).
   bool overlaps(PortRange other) const { return first <= other.last && other.first <= last; }
+  // True when `port` is inside the range.
   bool contains(std::uint16_t port) const { return first <= port && port <= last; }
 };
 
@@ -33,8 +36,10 @@ std::uint16_t derive_port(std::uint32_t job_id, std::uint32_t step_id, std::uint
 // The first port of SLURM_STEP_RESV_PORTS ("12000-12003" or "12000,12002").
 Result<std::uint16_t> first_reserved_port(std::string_view text);
 
+// Where the chosen port came from, for diagnostics.
 enum class PortSource { user, reserved, derived };
 
+// What choose_port() needs; an unset or empty variable is std::nullopt or "" alike.
 struct PortInputs {
   std::optional<std::string_view> user_override;  // DDP_MASTER_PORT as the user set it
   std::optional<std::string_view> reserved;       // SLURM_STEP_RESV_PORTS
@@ -43,12 +48,14 @@ struct PortInputs {
   std::uint32_t het_offset = 0;
 };
 
+// The port every node of the step exports, and its origin.
 struct PortChoice {
   std::uint16_t port = 0;
   PortSource source = PortSource::derived;
 };
 
 // Precedence: user override, then Slurm's reserved ports, then derive_port() in `window`.
+// Errors name the variable and its value: DDP_MASTER_PORT must be 1..65535.
 Result<PortChoice> choose_port(const PortInputs& in, PortRange window);
 
 }  // namespace ddp
