@@ -16,9 +16,13 @@ namespace {
 // INET6_ADDRSTRLEN plus room: longer text cannot be an address.
 constexpr std::size_t k_max_address_text = 64;
 
-std::size_t address_bytes(Family family) { return family == Family::ipv6 ? 16 : 4; }
+std::size_t address_bytes(Family family) {
+  return family == Family::ipv6 ? 16 : 4;
+}
 
-int max_prefix(Family family) { return family == Family::ipv6 ? 128 : 32; }
+int max_prefix(Family family) {
+  return family == Family::ipv6 ? 128 : 32;
+}
 
 // True when the first `prefix` bits of a and b agree.
 bool same_prefix(const std::array<std::uint8_t, 16>& a, const std::array<std::uint8_t, 16>& b,
@@ -64,7 +68,8 @@ bool IpAddress::is_loopback() const {
   if (family == Family::ipv4) return bytes[0] == 127;
   static constexpr std::array<std::uint8_t, 16> k_v6_loopback{0, 0, 0, 0, 0, 0, 0, 0,
                                                               0, 0, 0, 0, 0, 0, 0, 1};
-  static constexpr std::array<std::uint8_t, 12> k_v4_mapped{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  static constexpr std::array<std::uint8_t, 12> k_v4_mapped{0, 0, 0, 0, 0,    0,
+                                                            0, 0, 0, 0, 0xff, 0xff};
   if (bytes == k_v6_loopback) return true;
   return std::equal(k_v4_mapped.begin(), k_v4_mapped.end(), bytes.begin()) && bytes[12] == 127;
 }
@@ -131,9 +136,8 @@ std::string rewrite_host(std::string_view host, const AddressPolicy& policy) {
 Result<IpAddress> choose_address(std::span<const IpAddress> candidates, const AddressPolicy& policy,
                                  std::string_view host) {
   auto in_networks = [&](const IpAddress& a) {
-    return policy.networks.empty() ||
-           std::any_of(policy.networks.begin(), policy.networks.end(),
-                       [&](const Cidr& net) { return net.contains(a); });
+    return policy.networks.empty() || std::any_of(policy.networks.begin(), policy.networks.end(),
+                                                  [&](const Cidr& net) { return net.contains(a); });
   };
   auto usable = [&](const IpAddress& a) { return !a.is_loopback() && in_networks(a); };
 

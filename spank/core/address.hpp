@@ -48,10 +48,10 @@ enum class AddrMode { ip, hostname };
 // Site policy from plugstack.conf. Defaults live here and only here.
 struct AddressPolicy {
   AddrMode mode = AddrMode::ip;
-  std::string host_suffix;       // appended to the short name: "-ib", "i"
-  std::string host_domain;       // appended after a dot: "ib.cluster.example"
-  std::vector<Cidr> networks;    // when non-empty, only addresses inside one of these qualify
-  Family family = Family::any;   // preferred family; the other is used only when none match
+  std::string host_suffix;      // appended to the short name: "-ib", "i"
+  std::string host_domain;      // appended after a dot: "ib.cluster.example"
+  std::vector<Cidr> networks;   // when non-empty, only addresses inside one of these qualify
+  Family family = Family::any;  // preferred family; the other is used only when none match
 };
 
 // The name to resolve or export for `host`: the suffix goes after the first label

@@ -15,8 +15,8 @@ namespace ddp {
 namespace {
 
 constexpr std::array<std::string_view, 11> k_keys{
-    "port_range", "addr",       "host_suffix", "host_domain", "networks",    "family",
-    "env_file",   "env_override", "check_addr", "check_port",  "default_mode"};
+    "port_range", "addr",         "host_suffix", "host_domain", "networks",    "family",
+    "env_file",   "env_override", "check_addr",  "check_port",  "default_mode"};
 
 constexpr std::string_view k_valid_keys =
     "port_range, addr, host_suffix, host_domain, networks, family, env_file, env_override, "
@@ -82,7 +82,8 @@ Result<std::vector<Cidr>> parse_networks(std::string_view value) {
   std::size_t pos = 0;
   while (true) {
     const auto comma = value.find(',', pos);
-    const std::string_view item = value.substr(pos, comma == std::string_view::npos ? value.npos : comma - pos);
+    const std::string_view item =
+        value.substr(pos, comma == std::string_view::npos ? value.npos : comma - pos);
     auto cidr = Cidr::parse(item);
     if (!cidr) return std::unexpected(std::move(cidr.error()));
     networks.push_back(*cidr);
@@ -110,7 +111,8 @@ Result<void> apply(Config& config, std::string_view key, std::string_view value)
     config.address.host_suffix = value;
   } else if (key == "host_domain") {
     if (!is_dns_text(value, true))
-      return bad_value(key, value, "expected a domain without leading or trailing dot, e.g. ib.cluster");
+      return bad_value(key, value,
+                       "expected a domain without leading or trailing dot, e.g. ib.cluster");
     config.address.host_domain = value;
   } else if (key == "networks") {
     auto networks = parse_networks(value);
@@ -131,7 +133,8 @@ Result<void> apply(Config& config, std::string_view key, std::string_view value)
     config.env_file = value;
   } else if (key == "default_mode") {
     // parse_mode() reads "" as "the default", which is not a value for the default itself.
-    if (value.empty() || !parse_mode(value, "tasks")) return bad_value(key, value, "valid: tasks, torchrun");
+    if (value.empty() || !parse_mode(value, "tasks"))
+      return bad_value(key, value, "valid: tasks, torchrun");
     config.default_mode = value;
   } else {
     auto flag = parse_bool(value);
@@ -151,8 +154,8 @@ Result<Config> parse_config(std::span<const std::string_view> args) {
   for (std::string_view arg : args) {
     const auto eq = arg.find('=');
     if (eq == std::string_view::npos)
-      return fail("plugstack.conf argument " + text::quote(arg) + " is not key=value (valid keys: " +
-                  std::string(k_valid_keys) + ")");
+      return fail("plugstack.conf argument " + text::quote(arg) +
+                  " is not key=value (valid keys: " + std::string(k_valid_keys) + ")");
     const std::string_view key = arg.substr(0, eq);
     const std::string_view value = arg.substr(eq + 1);
     const auto known = std::find(k_keys.begin(), k_keys.end(), key);

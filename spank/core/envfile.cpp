@@ -10,11 +10,17 @@
 namespace ddp {
 namespace {
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
 
-bool is_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+bool is_name_start(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
 
-bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
+bool is_name_char(char c) {
+  return is_name_start(c) || (c >= '0' && c <= '9');
+}
 
 bool is_variable_name(std::string_view name) {
   if (name.empty() || !is_name_start(name.front())) return false;
@@ -59,8 +65,9 @@ Result<EnvList> parse_env_file(std::string_view contents, std::string_view path)
       return line_error(path, line_number, "expected KEY=VALUE, got " + text::quote(line));
     const std::string_view key = line.substr(0, eq);
     if (!is_variable_name(key))
-      return line_error(path, line_number,
-                        "bad variable name " + text::quote(key) + " (expected [A-Za-z_][A-Za-z0-9_]*)");
+      return line_error(
+          path, line_number,
+          "bad variable name " + text::quote(key) + " (expected [A-Za-z_][A-Za-z0-9_]*)");
     // A repeated key is almost always an edit that forgot the first one; say so.
     for (std::size_t i = 0; i < list.size(); ++i) {
       if (list[i].first == key)

@@ -86,7 +86,9 @@ Result<Mode> parse_mode(std::string_view value, std::string_view default_mode) {
   return fail("--ddp=" + std::string(value) + ": unknown mode (valid: tasks, torchrun)");
 }
 
-std::string_view mode_name(Mode mode) { return mode == Mode::torchrun ? "torchrun" : "tasks"; }
+std::string_view mode_name(Mode mode) {
+  return mode == Mode::torchrun ? "torchrun" : "tasks";
+}
 
 Result<std::string> head_host(std::string_view step_nodelist) {
   auto first = Hostlist::first(step_nodelist);

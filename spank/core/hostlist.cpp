@@ -37,7 +37,9 @@ std::unexpected<Error> hostlist_error(std::string_view text, std::size_t pos,
   return fail(std::move(message));
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Finding the end of a plain name is the hot loop: a 10,000-name list is 100 KB that every
 // node scans twice per step launch (head_host and plan_step). So bytes are classified a block
@@ -106,7 +108,8 @@ std::size_t skip_plain_terms(std::string_view text, std::size_t pos, std::size_t
     const BlockBits bits = classify(text.data() + pos);
     if (bits.special != bits.comma) break;
     // Bit i of `after_comma`: byte i starts a term. A comma there ends an empty name.
-    const std::uint64_t after_comma = (bits.comma << k_bits_per_byte) | (term_starts_here ? k_first : 0);
+    const std::uint64_t after_comma =
+        (bits.comma << k_bits_per_byte) | (term_starts_here ? k_first : 0);
     if ((bits.comma & after_comma) != 0) break;
     if (bits.comma != 0) {
       skipped += bits.commas;
@@ -131,7 +134,8 @@ class SpecialFinder {
       const std::size_t block = pos - pos % k_block;
       if (block != block_) load(block);
       const std::uint64_t ahead = bits_ >> ((pos - block) * k_bits_per_byte);
-      if (ahead != 0) return pos + static_cast<std::size_t>(std::countr_zero(ahead)) / k_bits_per_byte;
+      if (ahead != 0)
+        return pos + static_cast<std::size_t>(std::countr_zero(ahead)) / k_bits_per_byte;
       pos = block + k_block;
     }
     return text_.size();
@@ -208,20 +212,23 @@ Result<std::size_t> scan(std::string_view text, Sink& sink) {
           if (text[pos] == '[') return hostlist_error(text, pos, "nested '['");
           return hostlist_error(text, pos, "expected a number in brackets");
         }
-        if (lo_text->size() > k_max_digits) return hostlist_error(text, number_pos, "number too large");
+        if (lo_text->size() > k_max_digits)
+          return hostlist_error(text, number_pos, "number too large");
         std::string_view hi_text = *lo_text;
         if (pos < n && text[pos] == '-') {
           ++pos;
           auto hi = take_digits(text, pos);
           if (!hi) return hostlist_error(text, pos, "expected a number after '-'");
-          if (hi->size() > k_max_digits) return hostlist_error(text, pos - hi->size(), "number too large");
+          if (hi->size() > k_max_digits)
+            return hostlist_error(text, pos - hi->size(), "number too large");
           hi_text = *hi;
         }
         Range range;
         range.first = *text::parse_uint<unsigned long>(*lo_text);
         range.last = *text::parse_uint<unsigned long>(hi_text);
         // Slurm keeps the width of the low bound: "[001-004]" gives 001..004, "[8-10]" 8..10.
-        range.width = lo_text->size() > 1 && lo_text->front() == '0' ? static_cast<int>(lo_text->size()) : 0;
+        range.width =
+            lo_text->size() > 1 && lo_text->front() == '0' ? static_cast<int>(lo_text->size()) : 0;
         if (range.first > range.last) {
           std::string what = "reversed range ";
           what.append(*lo_text).append("-").append(hi_text);
@@ -245,7 +252,8 @@ Result<std::size_t> scan(std::string_view text, Sink& sink) {
         return hostlist_error(text, pos, "unexpected character in brackets");
       }
       sink.end_group(group_count);
-      if (term_count > k_max_names / group_count) return hostlist_error(text, open, "too many names");
+      if (term_count > k_max_names / group_count)
+        return hostlist_error(text, open, "too many names");
       term_count *= group_count;
       literal_start = pos;
     }

@@ -56,9 +56,9 @@ Result<std::vector<unsigned>> parse_tasks_per_node(std::string_view text);
 
 // What plan_step needs from a tasks-per-node list, read without expanding "8(x10000)".
 struct TasksPerNodeSummary {
-  std::size_t nodes = 0;     // entries after expanding repeats
-  std::uint64_t tasks = 0;   // sum over all nodes
-  unsigned on_node = 0;      // the count of node `node_id`; 0 when node_id >= nodes
+  std::size_t nodes = 0;          // entries after expanding repeats
+  std::uint64_t tasks = 0;        // sum over all nodes
+  unsigned on_node = 0;           // the count of node `node_id`; 0 when node_id >= nodes
   std::size_t first_crowded = 0;  // index of the first node with more than one task, or nodes
 };
 

@@ -54,8 +54,16 @@ TEST(IpAddress, ParsesAndPrintsCanonically) {
 
 TEST(IpAddress, RejectsNonAddresses) {
   const std::string_view cases[] = {
-      "", "node1", "10.0.0", "10.0.0.256", "10.0.0.1 ", " 10.0.0.1", "fe80::1%eth0", ":::",
-      std::string_view("10.0.0.1\0x", 10), "1234567890123456789012345678901234567890123456789012345678901234567890",
+      "",
+      "node1",
+      "10.0.0",
+      "10.0.0.256",
+      "10.0.0.1 ",
+      " 10.0.0.1",
+      "fe80::1%eth0",
+      ":::",
+      std::string_view("10.0.0.1\0x", 10),
+      "1234567890123456789012345678901234567890123456789012345678901234567890",
   };
   for (std::string_view text : cases) {
     SCOPED_TRACE(text);
@@ -155,6 +163,8 @@ struct ChooseCase {
 };
 
 TEST(ChooseAddress, AppliesLoopbackNetworksAndFamily) {
+  // One row per case reads better than one field per line.
+  // clang-format off
   const ChooseCase cases[] = {
       {"first non-loopback in resolver order", {"127.0.1.1", "10.0.0.5", "10.1.0.5"}, {},
        Family::any, "10.0.0.5", ""},
@@ -182,6 +192,7 @@ TEST(ChooseAddress, AppliesLoopbackNetworksAndFamily) {
       {"nothing resolved", {}, {}, Family::any, "",
        "no usable address for \"node1\": it resolved to no address"},
   };
+  // clang-format on
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     std::vector<IpAddress> candidates;
@@ -192,7 +203,8 @@ TEST(ChooseAddress, AppliesLoopbackNetworksAndFamily) {
     auto chosen = choose_address(candidates, policy, "node1");
     if (c.chosen.empty()) {
       ASSERT_FALSE(chosen);
-      EXPECT_NE(chosen.error().message.find(c.message), std::string::npos) << chosen.error().message;
+      EXPECT_NE(chosen.error().message.find(c.message), std::string::npos)
+          << chosen.error().message;
     } else {
       ASSERT_TRUE(chosen) << chosen.error().message;
       EXPECT_EQ(chosen->to_string(), c.chosen);

@@ -9,7 +9,9 @@
 namespace ddp {
 namespace {
 
-Result<Config> parse(std::vector<std::string_view> args) { return parse_config(args); }
+Result<Config> parse(std::vector<std::string_view> args) {
+  return parse_config(args);
+}
 
 TEST(Config, DefaultsWhenEmpty) {
   auto config = parse({});
@@ -55,8 +57,8 @@ TEST(Config, BooleansAcceptTheDocumentedSpellings) {
     std::string_view arg;
     bool value;
   };
-  const Case cases[] = {{"env_override=yes", true},  {"env_override=true", true},
-                        {"env_override=1", true},    {"env_override=no", false},
+  const Case cases[] = {{"env_override=yes", true},    {"env_override=true", true},
+                        {"env_override=1", true},      {"env_override=no", false},
                         {"env_override=false", false}, {"env_override=0", false}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.arg);
@@ -76,9 +78,11 @@ TEST(Config, RejectsWithAMessageNamingTheCulprit) {
        "unknown plugstack.conf argument \"foo\" (valid: port_range, addr, host_suffix, "
        "host_domain, networks, family, env_file, env_override, check_addr, check_port, "
        "default_mode)"},
-      {{"port_rang=1-2"}, "unknown plugstack.conf argument \"port_rang\" (did you mean \"port_range\"?"},
+      {{"port_rang=1-2"},
+       "unknown plugstack.conf argument \"port_rang\" (did you mean \"port_range\"?"},
       {{"Family=ipv4"}, "(did you mean \"family\"?"},
-      {{"verbose"}, "plugstack.conf argument \"verbose\" is not key=value (valid keys: port_range,"},
+      {{"verbose"},
+       "plugstack.conf argument \"verbose\" is not key=value (valid keys: port_range,"},
       {{""}, "plugstack.conf argument \"\" is not key=value"},
       {{"=x"}, "unknown plugstack.conf argument \"\""},
       {{"family=ipv4", "family=ipv6"}, "plugstack.conf argument \"family\" is given twice"},
@@ -91,7 +95,8 @@ TEST(Config, RejectsWithAMessageNamingTheCulprit) {
       {{"host_suffix="}, "host_suffix=\"\""},
       {{"host_domain=.ib.cluster"}, "host_domain=\".ib.cluster\": expected a domain"},
       {{"host_domain=ib..cluster"}, "host_domain=\"ib..cluster\""},
-      {{"networks=10.0.0.0/33"}, "networks=\"10.0.0.0/33\": bad network \"10.0.0.0/33\": the prefix"},
+      {{"networks=10.0.0.0/33"},
+       "networks=\"10.0.0.0/33\": bad network \"10.0.0.0/33\": the prefix"},
       {{"networks=10.0.0.0/8,,fd00::/8"}, "bad network \"\": expected ADDRESS/PREFIX"},
       {{"networks="}, "networks=\"\": bad network"},
       {{"family=inet"}, "family=\"inet\": valid: any, ipv4, ipv6"},

@@ -122,7 +122,8 @@ TEST(PlanStep, RejectsInconsistentSteps) {
       {"bad tasks per node", inputs(Mode::tasks, "n[1-2]", "2(x", 0, 4, 2),
        "SLURM_STEP_TASKS_PER_NODE: bad tasks-per-node list \"2(x\""},
       {"node count mismatch", inputs(Mode::tasks, "n[1-4]", "2(x3)", 0, 6, 2),
-       "SLURM_STEP_TASKS_PER_NODE=\"2(x3)\" lists 3 nodes but SLURM_STEP_NODELIST=\"n[1-4]\" has 4"},
+       "SLURM_STEP_TASKS_PER_NODE=\"2(x3)\" lists 3 nodes but SLURM_STEP_NODELIST=\"n[1-4]\" has "
+       "4"},
       {"node id outside", inputs(Mode::tasks, "n[1-4]", "", 4, 4, 1),
        "node id 4 is outside the step's 4 nodes"},
       {"local count mismatch", inputs(Mode::tasks, "n[1-2]", "2,1", 1, 3, 2),
@@ -225,10 +226,18 @@ TEST(TaskEnvironment, TorchrunModeLeavesRanksToTorchrun) {
   plan.local_ntasks = 1;
   plan.nproc_per_node = 8;
   const EnvList expected{
-      {"MASTER_ADDR", "10.0.0.1"},  {"MASTER_PORT", "29500"},   {"NNODES", "16"},
-      {"NODE_RANK", "15"},          {"GROUP_RANK", "15"},       {"NPROC_PER_NODE", "8"},
-      {"WORLD_SIZE", "128"},        {"PET_NNODES", "16"},       {"PET_NODE_RANK", "15"},
-      {"PET_NPROC_PER_NODE", "8"},  {"PET_MASTER_ADDR", "10.0.0.1"}, {"PET_MASTER_PORT", "29500"},
+      {"MASTER_ADDR", "10.0.0.1"},
+      {"MASTER_PORT", "29500"},
+      {"NNODES", "16"},
+      {"NODE_RANK", "15"},
+      {"GROUP_RANK", "15"},
+      {"NPROC_PER_NODE", "8"},
+      {"WORLD_SIZE", "128"},
+      {"PET_NNODES", "16"},
+      {"PET_NODE_RANK", "15"},
+      {"PET_NPROC_PER_NODE", "8"},
+      {"PET_MASTER_ADDR", "10.0.0.1"},
+      {"PET_MASTER_PORT", "29500"},
   };
   EXPECT_EQ(task_environment(plan, TaskInputs{15, 0}), expected);
 }

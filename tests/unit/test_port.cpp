@@ -138,10 +138,18 @@ TEST(FirstReservedPort, TakesTheFirst) {
     int port;  // -1: error
   };
   const Case cases[] = {
-      {"12000-12003", 12000}, {"12000,12002", 12000}, {"12000", 12000},
-      {"12000-12001,13000", 12000}, {"1", 1},     {"", -1},
-      {"0", -1},              {"70000", -1},        {"12000-", -1},
-      {"12000,,1", -1},       {"a", -1},            {"12000 ", -1},
+      {"12000-12003", 12000},
+      {"12000,12002", 12000},
+      {"12000", 12000},
+      {"12000-12001,13000", 12000},
+      {"1", 1},
+      {"", -1},
+      {"0", -1},
+      {"70000", -1},
+      {"12000-", -1},
+      {"12000,,1", -1},
+      {"a", -1},
+      {"12000 ", -1},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);
@@ -188,7 +196,8 @@ TEST(ChoosePort, UserThenReservedThenDerived) {
     auto choice = choose_port(PortInputs{c.user, c.reserved, 55, 2, 1}, w);
     ASSERT_EQ(choice.has_value(), c.ok);
     if (!c.ok) {
-      EXPECT_NE(choice.error().message.find(c.message), std::string::npos) << choice.error().message;
+      EXPECT_NE(choice.error().message.find(c.message), std::string::npos)
+          << choice.error().message;
       continue;
     }
     EXPECT_EQ(choice->port, c.port == 0 ? derived : c.port);
