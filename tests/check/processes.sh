@@ -32,12 +32,14 @@ free_port() {
 }
 port=$(free_port)
 
+nccl_flag=--no-nccl
+
 # start NAME VAR=VALUE... : one ddp-check process with exactly this environment.
 start() {
   local name=$1
   shift
   env -i PATH="$PATH" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" "$@" \
-    "$bin" --timeout "$timeout" --no-nccl >"$work/$name.out" 2>&1 &
+    "$bin" --timeout "$timeout" $nccl_flag >"$work/$name.out" 2>&1 &
   pids+=($!)
   names+=("$name")
 }
@@ -173,6 +175,15 @@ case "$scenario" in
     rank 1 0 1 node1 2 1 2
     finish
     expect_all_rc 0
+    expect_out rank0-node0-0 "ddp-check: OK: 2 ranks on 2 nodes"
+    ;;
+  nccl-skip)  # NCCL wanted but no GPU visible: the phase is skipped visibly, the check passes
+    nccl_flag=
+    rank 0 0 0 node0 2 1 2 CUDA_VISIBLE_DEVICES=
+    rank 1 0 1 node1 2 1 2 CUDA_VISIBLE_DEVICES=
+    finish
+    expect_all_rc 0
+    expect_out rank0-node0-0 "NCCL phase skipped: "
     expect_out rank0-node0-0 "ddp-check: OK: 2 ranks on 2 nodes"
     ;;
   bad-env)  # no DDP environment at all: a usage error, not a hang
