@@ -39,14 +39,16 @@ struct Inputs {
 std::string render_job(const Inputs& in) {
   const auto dirs = app::profile_dirs();
   const Profile profile = unwrap(app::load_profile(in.profile, dirs));
-  if (!profile.deprecated.empty())
-    std::cerr << "ddpgen: warning: profile \"" << profile.name << "\" is deprecated: "
-              << profile.deprecated << "\n";
   const Job job = unwrap(decode_job(unwrap(app::read_file(in.job_file)), in.job_file, in.sets));
   const Plan p = unwrap(plan(job, profile));
   const std::string template_path = app::template_dir() + "/" + k_template;
-  return unwrap(render(p, {DDPGEN_VERSION, in.job_file, template_path,
-                           unwrap(app::read_file(template_path))}));
+  std::string script = unwrap(render(p, {DDPGEN_VERSION, in.job_file, template_path,
+                                          unwrap(app::read_file(template_path))}));
+  // Said after the checks so that an error is the last line a user sees.
+  if (!profile.deprecated.empty())
+    std::cerr << "ddpgen: warning: profile \"" << profile.name << "\" is deprecated: "
+              << profile.deprecated << "\n";
+  return script;
 }
 
 void list_profiles() {

@@ -36,9 +36,9 @@ std::vector<Problem> misfit(const Job& job, const Partition& p, const NodeSpec& 
   std::vector<Problem> out;
   const std::string name = "partition \"" + p.name + "\"";
   if (gpn > node.gpus)
-    out.push_back({"gpus_per_node", "the job asks for " + plural(gpn, "GPU") +
-                                        " per node, but nodes of " + name + " have " +
-                                        std::to_string(node.gpus)});
+    out.push_back({"gpus_per_node", "\"gpus_per_node\" is " + std::to_string(gpn) +
+                                        ", but nodes of " + name + " have " +
+                                        plural(node.gpus, "GPU")});
   if (p.max_nodes > 0 && job.nodes > p.max_nodes)
     out.push_back({"nodes", name + " allows at most " + plural(p.max_nodes, "node") +
                                 " (max_nodes); the job asks for " + std::to_string(job.nodes)});

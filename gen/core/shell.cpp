@@ -45,8 +45,26 @@ std::string quote(std::string_view text) {
 
 std::string quote_allowing_vars(std::string_view text) {
   std::string out = "\"";
+  int open_alternates = 0;  // inside ${NAME:+...}
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
+    if (c == '}' && open_alternates > 0) {
+      --open_alternates;
+      out += c;
+      continue;
+    }
+    if (c == '$' && i + 2 < text.size() && text[i + 1] == '{' && is_name_start(text[i + 2])) {
+      // ${NAME:+TEXT}: TEXT only when NAME is set, e.g. ${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH},
+      // so that an unset variable does not leave an empty path entry (the current directory).
+      std::size_t end = i + 2;
+      while (end < text.size() && (is_alnum(text[end]) || text[end] == '_')) ++end;
+      if (text.substr(end, 2) == ":+") {
+        out.append(text.substr(i, end + 2 - i));
+        ++open_alternates;
+        i = end + 1;
+        continue;
+      }
+    }
     if (c == '$') {
       std::size_t end = i + 1;
       bool braced = end < text.size() && text[end] == '{';
@@ -70,6 +88,8 @@ std::string quote_allowing_vars(std::string_view text) {
       out += c;
     }
   }
+  // An unclosed ${NAME:+ would swallow the closing quote: close it.
+  out.append(static_cast<std::size_t>(open_alternates), '}');
   out += '"';
   return out;
 }

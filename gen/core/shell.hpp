@@ -11,8 +11,8 @@ namespace ddpgen::shell {
 // as '\''. Words made only of safe characters (letters, digits, and _-./:=,+@%) stay bare.
 std::string quote(std::string_view text);
 
-// Returns text as a double-quoted bash word in which only $NAME and ${NAME} references expand;
-// every other $, `, " and \ is escaped. For trusted site-profile values such as
+// Returns text as a double-quoted bash word in which only $NAME, ${NAME} and ${NAME:+TEXT}
+// expand; every other $, `, " and \ is escaped. For trusted site-profile values such as
 // "/tmp/$USER-cache".
 std::string quote_allowing_vars(std::string_view text);
 
