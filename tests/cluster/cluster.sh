@@ -1,0 +1,390 @@
+#!/usr/bin/env bash
+# The embedded test cluster: a real Debian Slurm (slurmctld + 3 slurmd, munge) on this one
+# machine, each daemon a host of its own in a network namespace.
+#
+#   cluster.sh up [--plugin PATH/spank_ddp.so] [--plugstack-args "k=v ..."] [--timeout SECS]
+#   cluster.sh down                      stop everything `up` started; safe to run twice
+#   cluster.sh status                    namespaces, daemons, sinfo; exit 1 when not up
+#   cluster.sh run CMD...                run CMD on the login host (srun, sbatch, salloc, ...)
+#   cluster.sh set-plugstack "k=v ..."   rewrite plugstack.conf; applies to the next step
+#   cluster.sh install-plugin PATH       replace the plugin; applies to the next step
+#   cluster.sh check                     exit 77 naming what is missing to run a cluster
+#
+# Hosts: ddp-login (10.77.0.10, runs slurmctld and every `run` command) and node01..node03
+# (10.77.0.11-13, one slurmd each), joined by a bridge that lives in a namespace of its own, so
+# the root namespace's network is never touched. One munged in the root namespace serves all
+# of them through its socket path. State, configuration and logs: ${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}.
+# Root only; one cluster per machine (the namespace names and the subnet are fixed).
+set -euo pipefail
+
+readonly k_state=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}
+readonly k_skip=77                   # ctest SKIP_RETURN_CODE: a prerequisite is missing
+readonly k_ns_prefix=ddpc-
+readonly k_bridge_ns=${k_ns_prefix}br
+readonly k_subnet_prefix=10.77.0
+readonly k_login=ddp-login
+readonly k_login_ip=${k_subnet_prefix}.10
+readonly k_nodes=(node01 node02 node03)
+readonly k_node_ips=("$k_subnet_prefix.11" "$k_subnet_prefix.12" "$k_subnet_prefix.13")
+
+etc=$k_state/etc
+log=$k_state/log
+run_dir=$k_state/run
+munge_dir=$k_state/munge
+lib=$k_state/lib
+plugin_so=$lib/spank_ddp.so
+conf=$etc/slurm.conf
+munge_socket=$munge_dir/munge.socket.2
+
+die() { printf 'cluster.sh: error: %s\n' "$*" >&2; exit 1; }
+say() { printf 'cluster.sh: %s\n' "$*" >&2; }
+
+# Prints the reason the cluster cannot run here, or nothing when it can.
+missing_prerequisite() {
+  if [[ $(id -u) -ne 0 ]]; then echo "not root (network namespaces and slurmd need root)"; return; fi
+  local cmd
+  for cmd in ip nsenter unshare mount munged munge slurmctld slurmd slurmstepd srun sbatch \
+             salloc sinfo squeue scontrol; do
+    command -v "$cmd" >/dev/null 2>&1 ||
+      { echo "$cmd not found (install: bash contrib/install-deps.sh)"; return; }
+  done
+  unshare --net --uts --mount true 2>/dev/null ||
+    { echo "cannot create network/UTS/mount namespaces here (unshare --net --uts --mount failed)"; return; }
+}
+
+# Runs a command as host NS (namespace suffix) named HOSTNAME: in its network namespace, with
+# its own hostname, /etc/hosts and name lookup. $launcher (e.g. setsid) goes in front.
+# Not `ip netns exec`: that remounts /sys, and slurmd then fails in its cgroup set-up.
+launcher=()
+as_host() {
+  local ns=$1 hostname=$2; shift 2
+  # shellcheck disable=SC2016  # the inner script reads its own positional parameters
+  "${launcher[@]}" nsenter --net="/run/netns/$k_ns_prefix$ns" \
+    unshare --uts --mount --propagation private -- \
+    /bin/sh -c 'hostname "$1" && mount --bind "$2/hosts" /etc/hosts &&
+                mount --bind "$2/nsswitch.conf" /etc/nsswitch.conf && shift 2 && exec "$@"' \
+    as_host "$hostname" "$etc" "$@"
+}
+
+# Our namespaces that exist now.
+our_namespaces() {
+  local name
+  for name in login "${k_nodes[@]}" br; do
+    [[ -e /run/netns/$k_ns_prefix$name ]] && echo "$k_ns_prefix$name"
+  done
+  return 0
+}
+
+# munged's pid when the pid file names a live munged on our socket.
+munged_pid() {
+  local pid
+  pid=$(cat "$run_dir/munged.pid" 2>/dev/null) || return 1
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "munged.*$munge_socket" || return 1
+  echo "$pid"
+}
+
+cmd_down() {
+  local ns pids pid
+  # Every process in our namespaces: daemons, slurmstepd, job tasks, `run` commands. A short
+  # grace only: an srun told to stop keeps retrying a slurmctld that is stopping too, and
+  # nothing needs a clean shutdown since `up` starts from empty state.
+  local signal grace
+  for signal in TERM KILL; do
+    pids=$(for ns in $(our_namespaces); do ip netns pids "$ns" 2>/dev/null; done)
+    [[ -z $pids ]] && break
+    # shellcheck disable=SC2086
+    kill -s "$signal" $pids 2>/dev/null || true
+    grace=$([[ $signal == TERM ]] && echo 10 || echo 50)   # tenths of a second
+    while ((grace-- > 0)); do
+      pids=$(for ns in $(our_namespaces); do ip netns pids "$ns" 2>/dev/null; done)
+      [[ -z $pids ]] && break
+      sleep 0.1
+    done
+  done
+  [[ -n ${pids:-} ]] && say "warning: processes still alive after SIGKILL: $pids"
+  for ns in $(our_namespaces); do ip netns delete "$ns" 2>/dev/null || say "warning: cannot delete $ns"; done
+  if pid=$(munged_pid); then
+    kill "$pid" 2>/dev/null || true
+    grace=50
+    while kill -0 "$pid" 2>/dev/null && ((grace-- > 0)); do sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$run_dir"/*.pid "$munge_socket" "$munge_socket.lock"
+  return 0
+}
+
+write_config() {
+  mkdir -p "$etc" "$log" "$run_dir" "$lib" "$k_state/spool/ctld"
+  {
+    echo "127.0.0.1 localhost"
+    echo "::1 localhost ip6-localhost ip6-loopback"
+    echo "$k_login_ip $k_login"
+    local i
+    for i in "${!k_nodes[@]}"; do echo "${k_node_ips[$i]} ${k_nodes[$i]}"; done
+  } >"$etc/hosts"
+  # Names resolve from that file only: no DNS query ever leaves a namespace, and a name that is
+  # not in it (a test's "node01-nosuchnet") fails at once.
+  sed -E 's/^hosts:.*/hosts: files/' /etc/nsswitch.conf >"$etc/nsswitch.conf"
+  grep -q '^hosts:' "$etc/nsswitch.conf" || echo 'hosts: files' >>"$etc/nsswitch.conf"
+
+  cat >"$conf" <<EOF
+# Written by tests/cluster/cluster.sh; rewritten at every 'up'.
+ClusterName=ddp
+SlurmctldHost=$k_login($k_login_ip)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=6817
+SlurmdPort=6818
+AuthType=auth/munge
+CredType=cred/munge
+# One munged in the root namespace serves every host through its socket path. A short
+# credential lifetime lets a requeued job start again after ~15 s instead of ~2 min.
+AuthInfo=socket=$munge_socket,cred_expire=10
+StateSaveLocation=$k_state/spool/ctld
+SlurmdSpoolDir=$k_state/spool/%n
+SlurmctldPidFile=$run_dir/slurmctld.pid
+SlurmdPidFile=$run_dir/slurmd-%n.pid
+SlurmctldLogFile=$log/slurmctld.log
+SlurmdLogFile=$log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig=$etc/plugstack.conf
+# No cgroups: every slurmd shares this machine's cgroup tree.
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+# Gives steps SLURM_STEP_RESV_PORTS with srun --resv-ports.
+MpiParams=ports=12000-12999
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=2
+# Whole nodes, as on most GPU clusters: the tasks of -N3 -n6 spread 2/2/2 (cons_tres would pack
+# them 4/1/1 onto the first node), and a job owns all CPUs of its nodes, so its steps can run
+# side by side. OverSubscribe=FORCE:4 below lets up to 4 jobs share a node at once.
+SelectType=select/linear
+# The nodes claim more CPUs than this machine has; take the configuration at its word.
+SlurmdParameters=config_overrides
+MailProg=/bin/true
+# A job that can never run is refused at submission instead of blocking the queue.
+EnforcePartLimits=ALL
+ReturnToService=2
+SlurmdTimeout=60
+InactiveLimit=0
+KillWait=5
+MinJobAge=600
+Waittime=0
+NodeName=node[01-03] NodeAddr=${k_subnet_prefix}.[11-13] CPUs=8 State=UNKNOWN
+PartitionName=debug Nodes=node[01-03] Default=YES MaxTime=INFINITE OverSubscribe=FORCE:4 State=UP
+EOF
+}
+
+# plugstack.conf from the installed plugin and the saved arguments; replaced by rename because
+# srun and slurmstepd read it at every step.
+write_plugstack() {
+  local args
+  args=$(cat "$etc/plugstack.args" 2>/dev/null || true)
+  if [[ -e $plugin_so ]]; then
+    printf 'required %s%s\n' "$plugin_so" "${args:+ $args}" >"$etc/plugstack.conf.tmp"
+  else
+    [[ -z $args ]] || die "plugstack arguments given but no plugin installed (cluster.sh install-plugin PATH)"
+    : >"$etc/plugstack.conf.tmp"
+  fi
+  mv -f "$etc/plugstack.conf.tmp" "$etc/plugstack.conf"
+}
+
+cmd_install_plugin() {
+  local src=${1:-}
+  [[ -n $src && -f $src ]] || die "install-plugin: no such file: ${src:-(none given)}"
+  mkdir -p "$lib"
+  # Never write the .so in place: running slurmstepds have it mapped.
+  local tmp
+  tmp=$(mktemp "$lib/.spank_ddp.so.XXXXXX")
+  cp -f "$src" "$tmp"
+  chmod 755 "$tmp"
+  mv -f "$tmp" "$plugin_so"
+  [[ -d $etc ]] && write_plugstack
+  return 0
+}
+
+cmd_set_plugstack() {
+  [[ -d $etc ]] || die "set-plugstack: no cluster configuration in $k_state (run: cluster.sh up)"
+  printf '%s' "${1:-}" >"$etc/plugstack.args"
+  write_plugstack
+}
+
+# Shows the last lines of every log, for a failed start.
+log_tails() {
+  local f
+  for f in "$log"/*; do
+    [[ -s $f ]] || continue
+    printf '\n==> %s (last 20 lines) <==\n' "$f" >&2
+    tail -n 20 "$f" >&2
+  done
+}
+
+fail_up() {
+  say "error: $*"
+  log_tails
+  say "logs: $log; stopping what was started"
+  cmd_down
+  exit 1
+}
+
+make_network() {
+  ip netns add "$k_bridge_ns"
+  ip -n "$k_bridge_ns" link set lo up
+  ip -n "$k_bridge_ns" link add br0 type bridge
+  ip -n "$k_bridge_ns" link set br0 up
+  local names=(login "${k_nodes[@]}") ips=("$k_login_ip" "${k_node_ips[@]}") i ns
+  for i in "${!names[@]}"; do
+    ns=$k_ns_prefix${names[$i]}
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    # One end is the host's eth0, the other a port of the bridge.
+    ip -n "$k_bridge_ns" link add "v-${names[$i]}" type veth peer name eth0 netns "$ns"
+    ip -n "$k_bridge_ns" link set "v-${names[$i]}" master br0 up
+    ip -n "$ns" addr add "${ips[$i]}/24" dev eth0
+    ip -n "$ns" link set eth0 up
+  done
+}
+
+start_munge() {
+  mkdir -p "$munge_dir"
+  # munged insists on a private key and a socket directory others can read but not write.
+  chmod 755 "$k_state" "$munge_dir"
+  dd if=/dev/urandom of="$munge_dir/munge.key" bs=1024 count=1 status=none
+  chmod 400 "$munge_dir/munge.key"
+  munged --force --socket="$munge_socket" --key-file="$munge_dir/munge.key" \
+    --pid-file="$run_dir/munged.pid" --log-file="$log/munged.log" \
+    --seed-file="$munge_dir/munged.seed" >>"$log/munged.out" 2>&1 ||
+    fail_up "munged did not start"
+  local deadline=$((SECONDS + 10))
+  until munge -n -S "$munge_socket" 2>/dev/null | unmunge -S "$munge_socket" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || fail_up "munged does not answer on $munge_socket"
+    sleep 0.2
+  done
+}
+
+# Starts a daemon in the foreground under setsid, as host HOST; its stderr goes to log/NAME.out.
+start_daemon() {
+  local ns=$1 host=$2 name=$3; shift 3
+  launcher=(setsid)
+  as_host "$ns" "$host" "$@" </dev/null >>"$log/$name.out" 2>&1 &
+  launcher=()
+}
+
+wait_for() {
+  local what=$1 timeout=$2; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || fail_up "$what not reached after ${timeout}s"
+    sleep 0.5
+  done
+}
+
+all_nodes_idle() {
+  local states
+  states=$(as_host login "$k_login" env SLURM_CONF="$conf" sinfo -h -N -o '%N %T') || return 1
+  [[ $(grep -cE '^node0[1-3] idle$' <<<"$states") -eq ${#k_nodes[@]} ]]
+}
+
+cmd_up() {
+  local plugin="" args="" timeout=90
+  while (($#)); do
+    case $1 in
+      --plugin) plugin=${2:?--plugin needs a path}; shift 2 ;;
+      --plugin=*) plugin=${1#*=}; shift ;;
+      --plugstack-args) args=${2?--plugstack-args needs a value}; shift 2 ;;
+      --plugstack-args=*) args=${1#*=}; shift ;;
+      --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
+      *) die "up: unknown argument '$1' (valid: --plugin PATH, --plugstack-args \"k=v ...\", --timeout SECS)" ;;
+    esac
+  done
+  local why
+  why=$(missing_prerequisite)
+  if [[ -n $why ]]; then say "skipped: $why"; exit "$k_skip"; fi
+  [[ -z $plugin || -f $plugin ]] || die "up: --plugin $plugin: no such file (build it first)"
+
+  local started=$SECONDS
+  cmd_down    # a previous run may have crashed half-way
+  # Start from nothing, but remove only what this script creates: DDP_CLUSTER_DIR may be a
+  # directory that holds other things.
+  rm -rf "${k_state:?}"/{etc,log,run,munge,lib,spool}
+  mkdir -p "$k_state"
+  write_config
+  printf '%s' "$args" >"$etc/plugstack.args"
+  if [[ -n $plugin ]]; then cmd_install_plugin "$plugin"; else write_plugstack; fi
+  local node
+  for node in "${k_nodes[@]}"; do mkdir -p "$k_state/spool/$node"; done
+
+  make_network || fail_up "network namespaces could not be created"
+  start_munge
+  start_daemon login "$k_login" slurmctld slurmctld -D -i -f "$conf"
+  wait_for "slurmctld answering (scontrol ping)" 30 \
+    as_host login "$k_login" env SLURM_CONF="$conf" scontrol ping
+  local i
+  for i in "${!k_nodes[@]}"; do
+    start_daemon "${k_nodes[$i]}" "${k_nodes[$i]}" "slurmd-${k_nodes[$i]}" \
+      slurmd -D -f "$conf" -N "${k_nodes[$i]}"
+  done
+  wait_for "all 3 nodes idle in sinfo" "$timeout" all_nodes_idle
+  say "up in $((SECONDS - started))s: ${k_nodes[*]} idle; plugin: $(
+    [[ -e $plugin_so ]] && echo "$plugin_so ${args}" || echo none); state: $k_state"
+}
+
+cmd_status() {
+  local ns rc=0
+  echo "state: $k_state"
+  echo "namespaces: $(our_namespaces | tr '\n' ' ')"
+  for ns in $(our_namespaces); do
+    printf '  %-12s %s\n' "$ns" "$(ip netns pids "$ns" 2>/dev/null | xargs -r ps -o comm= -p | sort | uniq -c | xargs)"
+  done
+  echo "munged: $(munged_pid || echo 'not running')"
+  echo "plugstack.conf: $(cat "$etc/plugstack.conf" 2>/dev/null || echo '(none)')"
+  if [[ -e /run/netns/${k_ns_prefix}login && -f $conf ]]; then
+    as_host login "$k_login" env SLURM_CONF="$conf" sinfo -N || rc=1
+  else
+    echo "cluster: down"; rc=1
+  fi
+  return "$rc"
+}
+
+cmd_run() {
+  (($#)) || die "run: no command given (example: cluster.sh run srun -N3 hostname)"
+  [[ -e /run/netns/${k_ns_prefix}login && -f $conf ]] || die "run: the cluster is not up (cluster.sh up)"
+  # Commands must not inherit a Slurm job or a PyTorch environment from whoever runs them (a CI
+  # job inside Slurm, a developer's shell): srun would propagate it into every task. DDP_*, the
+  # plugin's own knobs, pass through.
+  local var unset_args=()
+  for var in $(compgen -e); do
+    case $var in
+      SLURM_* | SRUN_* | SBATCH_* | SALLOC_* | PMI_* | PMIX_* | MASTER_ADDR | MASTER_PORT | \
+      WORLD_SIZE | RANK | LOCAL_RANK | LOCAL_WORLD_SIZE | NODE_RANK | GROUP_RANK | NNODES | \
+      NPROC_PER_NODE | PET_*) unset_args+=(-u "$var") ;;
+    esac
+  done
+  as_host login "$k_login" env "${unset_args[@]}" SLURM_CONF="$conf" "$@"
+}
+
+main() {
+  local cmd=${1:-}
+  (($#)) && shift
+  case $cmd in
+    up) cmd_up "$@" ;;
+    down) [[ $(id -u) -eq 0 ]] || die "down: needs root"; cmd_down ;;
+    status) cmd_status ;;
+    run) cmd_run "$@" ;;
+    set-plugstack) cmd_set_plugstack "$@" ;;
+    install-plugin) cmd_install_plugin "$@" ;;
+    check)
+      local why; why=$(missing_prerequisite)
+      if [[ -n $why ]]; then echo "$why"; exit "$k_skip"; fi ;;
+    log | logs) log_tails ;;
+    *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+}
+
+main "$@"
