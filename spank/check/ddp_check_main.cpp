@@ -50,13 +50,15 @@ void on_alarm(int) {
 }
 
 void arm_watchdog(double timeout_s) {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_alarm;
   sigaction(SIGALRM, &sa, nullptr);
   alarm(static_cast<unsigned>(std::ceil(timeout_s)) + 1);
 }
 
-void say(const std::string& line) { std::fprintf(stderr, "ddp-check: %s\n", line.c_str()); }
+void say(const std::string& line) {
+  std::fprintf(stderr, "ddp-check: %s\n", line.c_str());
+}
 
 int show_topology(const Options& o) {
   auto topo = o.topology ? load_topology_xml(*o.topology) : load_live_topology();
@@ -103,8 +105,8 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
                Clock::time_point deadline) {
   const double t = o.timeout_s;
   // Leave a quarter of the bound for the verdict to reach everyone before they give up.
-  const auto collect_until = start + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(t * 0.75));
+  const auto collect_until =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t * 0.75));
   Exchange ex = session.run(collect_until);
   if (ex.local_fault) {
     say(who(id) + ": FAILED: " + *ex.local_fault);
@@ -123,15 +125,18 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
         (report.faults.size() == 1 ? " fault" : " faults") + " found by " + who(id));
     return k_exit_fault;
   }
-  const std::string elapsed = std::to_string(
-      std::chrono::duration<double>(Clock::now() - start).count()).substr(0, 5);
+  const std::string elapsed =
+      std::to_string(std::chrono::duration<double>(Clock::now() - start).count()).substr(0, 5);
   std::printf("%s\n", ifname_advice(ex.hellos).c_str());
 
   // NCCL phase: only when every rank can join, else nobody blocks in ncclCommInitRank.
   std::optional<std::string> skip;
-  if (!o.nccl) skip = "--no-nccl";
-  else if (id.scope != Scope::ranks) skip = "torchrun mode (a launcher is not a rank)";
-  else if (auto why = nccl_unavailable()) skip = *why;
+  if (!o.nccl)
+    skip = "--no-nccl";
+  else if (id.scope != Scope::ranks)
+    skip = "torchrun mode (a launcher is not a rank)";
+  else if (auto why = nccl_unavailable())
+    skip = *why;
   else {
     for (const auto& h : ex.hellos) {
       if (!h.nccl_ready) {
@@ -166,20 +171,23 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
     return k_exit_fault;
   }
   auto bw = allreduce_bandwidth(o.nccl_bytes, timing->seconds, id.self.world_size);
-  std::printf("NCCL all-reduce: %llu bytes float sum, %u ranks, %.1f us, algbw %.2f GB/s, "
-              "busbw %.2f GB/s\n",
-              static_cast<unsigned long long>(o.nccl_bytes), id.self.world_size,
-              timing->seconds * 1e6, bw.algbw_gbps, bw.busbw_gbps);
+  std::printf(
+      "NCCL all-reduce: %llu bytes float sum, %u ranks, %.1f us, algbw %.2f GB/s, "
+      "busbw %.2f GB/s\n",
+      static_cast<unsigned long long>(o.nccl_bytes), id.self.world_size, timing->seconds * 1e6,
+      bw.algbw_gbps, bw.busbw_gbps);
   if (o.nccl_min_busbw && bw.busbw_gbps < *o.nccl_min_busbw) {
     char text[160];
-    std::snprintf(text, sizeof text, "NCCL all-reduce busbw %.2f GB/s is below the minimum %.2f GB/s",
-                  bw.busbw_gbps, *o.nccl_min_busbw);
+    std::snprintf(text, sizeof text,
+                  "NCCL all-reduce busbw %.2f GB/s is below the minimum %.2f GB/s", bw.busbw_gbps,
+                  *o.nccl_min_busbw);
     session.broadcast({Verdict::Kind::fail, text}, final_until);
     say(std::string("FAULT: ") + text);
     return k_exit_fault;
   }
   session.broadcast({Verdict::Kind::ok, {}}, final_until);
-  std::printf("ddp-check: OK: %zu ranks on %zu nodes, TCP and NCCL\n", ex.hellos.size(), nodes.size());
+  std::printf("ddp-check: OK: %zu ranks on %zu nodes, TCP and NCCL\n", ex.hellos.size(),
+              nodes.size());
   return k_exit_ok;
 }
 
@@ -237,8 +245,8 @@ int main(int argc, char** argv) {
     return k_exit_usage;
   }
   identity->self.pid = static_cast<std::uint32_t>(getpid());
-  identity->self.nccl_ready = options->nccl && identity->scope == Scope::ranks &&
-                              !nccl_unavailable().has_value();
+  identity->self.nccl_ready =
+      options->nccl && identity->scope == Scope::ranks && !nccl_unavailable().has_value();
   arm_watchdog(options->timeout_s);
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options->timeout_s));

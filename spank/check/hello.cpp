@@ -94,15 +94,17 @@ Result<Hello> parse_hello(std::string_view line) {
     unsigned bit;
   };
   static constexpr Key k_keys[] = {
-      {"rank", 1u << 0},   {"world", 1u << 1}, {"local_rank", 1u << 2}, {"local_world", 1u << 3},
-      {"node_rank", 1u << 4}, {"nnodes", 1u << 5}, {"nproc", 1u << 6},  {"pid", 1u << 7},
-      {"host", 1u << 8},   {"gpus", 1u << 9},  {"if", 1u << 10},       {"if_kind", 1u << 11},
-      {"addr", 1u << 12},  {"nccl", 1u << 13},
+      {"rank", 1u << 0},        {"world", 1u << 1},     {"local_rank", 1u << 2},
+      {"local_world", 1u << 3}, {"node_rank", 1u << 4}, {"nnodes", 1u << 5},
+      {"nproc", 1u << 6},       {"pid", 1u << 7},       {"host", 1u << 8},
+      {"gpus", 1u << 9},        {"if", 1u << 10},       {"if_kind", 1u << 11},
+      {"addr", 1u << 12},       {"nccl", 1u << 13},
   };
   constexpr unsigned k_all = (1u << 14) - 1;
   for (std::size_t i = 2; i < words.size(); ++i) {
     auto eq = words[i].find('=');
-    if (eq == std::string_view::npos) return fail("hello: expected key=value, got " + shown(words[i]));
+    if (eq == std::string_view::npos)
+      return fail("hello: expected key=value, got " + shown(words[i]));
     auto key = words[i].substr(0, eq);
     auto value = words[i].substr(eq + 1);
     unsigned bit = 0;
@@ -126,19 +128,32 @@ Result<Hello> parse_hello(std::string_view line) {
       return n.has_value();
     };
     bool ok = true;
-    if (key == "rank") ok = number(h.rank);
-    else if (key == "world") ok = number(h.world_size);
-    else if (key == "local_rank") ok = number(h.local_rank);
-    else if (key == "local_world") ok = number(h.local_world_size);
-    else if (key == "node_rank") ok = optional_number(h.node_rank);
-    else if (key == "nnodes") ok = optional_number(h.nnodes);
-    else if (key == "nproc") ok = number(h.nproc_per_node);
-    else if (key == "pid") ok = number(h.pid);
-    else if (key == "host") h.host = value;
-    else if (key == "gpus") h.gpus = value;
-    else if (key == "if") h.ifname = value;
-    else if (key == "if_kind") h.if_kind = value;
-    else if (key == "addr") h.address = value;
+    if (key == "rank")
+      ok = number(h.rank);
+    else if (key == "world")
+      ok = number(h.world_size);
+    else if (key == "local_rank")
+      ok = number(h.local_rank);
+    else if (key == "local_world")
+      ok = number(h.local_world_size);
+    else if (key == "node_rank")
+      ok = optional_number(h.node_rank);
+    else if (key == "nnodes")
+      ok = optional_number(h.nnodes);
+    else if (key == "nproc")
+      ok = number(h.nproc_per_node);
+    else if (key == "pid")
+      ok = number(h.pid);
+    else if (key == "host")
+      h.host = value;
+    else if (key == "gpus")
+      h.gpus = value;
+    else if (key == "if")
+      h.ifname = value;
+    else if (key == "if_kind")
+      h.if_kind = value;
+    else if (key == "addr")
+      h.address = value;
     else if (key == "nccl") {
       ok = value == "0" || value == "1";
       h.nccl_ready = value == "1";
@@ -196,7 +211,8 @@ bool LineBuffer::feed(std::string_view bytes) {
   data_.append(bytes);
   // Only the unterminated tail can grow without bound; complete lines are taken promptly.
   auto last_newline = data_.rfind('\n');
-  std::size_t tail = last_newline == std::string::npos ? data_.size() : data_.size() - last_newline - 1;
+  std::size_t tail =
+      last_newline == std::string::npos ? data_.size() : data_.size() - last_newline - 1;
   if (tail > k_max_line) {
     overflowed_ = true;
     data_.clear();

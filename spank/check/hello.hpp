@@ -22,19 +22,19 @@ inline constexpr std::string_view k_protocol = "ddp-check/1";
 
 // One process's view of the world, as its environment and its connection describe it.
 struct Hello {
-  std::uint32_t rank = 0;              // RANK (ranks scope) or NODE_RANK (nodes scope)
-  std::uint32_t world_size = 0;        // WORLD_SIZE (ranks) or NNODES (nodes)
-  std::uint32_t local_rank = 0;        // LOCAL_RANK; 0 for a node launcher
-  std::uint32_t local_world_size = 1;  // LOCAL_WORLD_SIZE; 1 for a node launcher
+  std::uint32_t rank = 0;                  // RANK (ranks scope) or NODE_RANK (nodes scope)
+  std::uint32_t world_size = 0;            // WORLD_SIZE (ranks) or NNODES (nodes)
+  std::uint32_t local_rank = 0;            // LOCAL_RANK; 0 for a node launcher
+  std::uint32_t local_world_size = 1;      // LOCAL_WORLD_SIZE; 1 for a node launcher
   std::optional<std::uint32_t> node_rank;  // NODE_RANK when set
   std::optional<std::uint32_t> nnodes;     // NNODES when set
   std::uint32_t nproc_per_node = 1;        // NPROC_PER_NODE (nodes scope)
   std::uint32_t pid = 0;
-  std::string host;        // hostname (DDP_CHECK_HOSTNAME overrides it, for tests)
-  std::string gpus;        // CUDA_VISIBLE_DEVICES list, "n=K" from SLURM_GPUS_ON_NODE, or "-"
-  std::string ifname;      // local interface of the connection to rank 0, "?" if unknown
-  std::string if_kind;     // infiniband, ethernet, ... of that interface, "?" if unknown
-  std::string address;     // local address of that connection (getsockname)
+  std::string host;         // hostname (DDP_CHECK_HOSTNAME overrides it, for tests)
+  std::string gpus;         // CUDA_VISIBLE_DEVICES list, "n=K" from SLURM_GPUS_ON_NODE, or "-"
+  std::string ifname;       // local interface of the connection to rank 0, "?" if unknown
+  std::string if_kind;      // infiniband, ethernet, ... of that interface, "?" if unknown
+  std::string address;      // local address of that connection (getsockname)
   bool nccl_ready = false;  // built with NCCL and sees a GPU: may join the NCCL phase
 };
 

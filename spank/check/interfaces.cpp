@@ -8,13 +8,20 @@ namespace ddp::check {
 
 std::string_view kind_name(NetKind kind) {
   switch (kind) {
-    case NetKind::infiniband: return "infiniband";
-    case NetKind::efa: return "efa";
-    case NetKind::slingshot: return "slingshot";
-    case NetKind::ethernet: return "ethernet";
-    case NetKind::loopback: return "loopback";
-    case NetKind::virtual_bridge: return "virtual";
-    case NetKind::other: return "other";
+    case NetKind::infiniband:
+      return "infiniband";
+    case NetKind::efa:
+      return "efa";
+    case NetKind::slingshot:
+      return "slingshot";
+    case NetKind::ethernet:
+      return "ethernet";
+    case NetKind::loopback:
+      return "loopback";
+    case NetKind::virtual_bridge:
+      return "virtual";
+    case NetKind::other:
+      return "other";
   }
   return "other";
 }
@@ -33,7 +40,9 @@ NetKind classify_interface(std::string_view name, bool rdma_device) {
   return rdma_device ? NetKind::other : NetKind::ethernet;
 }
 
-std::string exact_ifname(std::string_view name) { return "=" + std::string(name); }
+std::string exact_ifname(std::string_view name) {
+  return "=" + std::string(name);
+}
 
 Result<std::string> choose_socket_ifname(std::span<const NetInterface> interfaces,
                                          std::optional<std::string_view> route_ifname) {
@@ -41,11 +50,16 @@ Result<std::string> choose_socket_ifname(std::span<const NetInterface> interface
   auto rank = [](const NetInterface& i) {
     if (i.rdma_device) return 99;
     switch (i.kind) {
-      case NetKind::infiniband: return 0;
-      case NetKind::slingshot: return 1;
-      case NetKind::ethernet: return 2;
-      case NetKind::efa: return 3;  // EFA has no IP; an efa netdev would be unusual
-      default: return 99;
+      case NetKind::infiniband:
+        return 0;
+      case NetKind::slingshot:
+        return 1;
+      case NetKind::ethernet:
+        return 2;
+      case NetKind::efa:
+        return 3;  // EFA has no IP; an efa netdev would be unusual
+      default:
+        return 99;
     }
   };
   const NetInterface* best = nullptr;
@@ -56,7 +70,8 @@ Result<std::string> choose_socket_ifname(std::span<const NetInterface> interface
       best = &i;
     }
   }
-  if (!best) return fail("no network interface for sockets (only loopback, virtual or RDMA devices)");
+  if (!best)
+    return fail("no network interface for sockets (only loopback, virtual or RDMA devices)");
   return exact_ifname(best->name);
 }
 

@@ -26,9 +26,9 @@ NetKind classify_interface(std::string_view name, bool rdma_device = false);
 struct NetInterface {
   std::string name;
   NetKind kind = NetKind::other;
-  bool rdma_device = false;           // an OpenFabrics device (mlx5_0): no IP, not for sockets
-  int numa_node = -1;                 // NUMA node it hangs off, -1 if unknown
-  std::string pci_busid;              // "0000:0c:00.0", empty if not PCI
+  bool rdma_device = false;            // an OpenFabrics device (mlx5_0): no IP, not for sockets
+  int numa_node = -1;                  // NUMA node it hangs off, -1 if unknown
+  std::string pci_busid;               // "0000:0c:00.0", empty if not PCI
   std::vector<std::string> near_gpus;  // GPUs behind the same PCI switch, else the same NUMA node
 };
 

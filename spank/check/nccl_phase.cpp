@@ -15,7 +15,9 @@ namespace {
 constexpr int k_warmup = 5;
 constexpr int k_iterations = 20;
 
-std::string cuda_text(cudaError_t err) { return cudaGetErrorString(err); }
+std::string cuda_text(cudaError_t err) {
+  return cudaGetErrorString(err);
+}
 
 }  // namespace
 

@@ -7,7 +7,9 @@ std::optional<std::string> nccl_unavailable() {
   return "ddp-check was built without NCCL (configure with CUDA and NCCL to enable it)";
 }
 
-Result<std::string> nccl_new_id() { return fail("built without NCCL"); }
+Result<std::string> nccl_new_id() {
+  return fail("built without NCCL");
+}
 
 Result<NcclTiming> nccl_allreduce(const std::string&, int, int, int, std::uint64_t) {
   return fail("built without NCCL");

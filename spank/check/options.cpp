@@ -46,8 +46,7 @@ Result<double> parse_busbw(std::string_view what, std::string_view text) {
   return *value;
 }
 
-Result<std::uint32_t> need_u32(const EnvLookup& env, std::string_view name,
-                               std::string_view hint) {
+Result<std::uint32_t> need_u32(const EnvLookup& env, std::string_view name, std::string_view hint) {
   auto value = env(name);
   if (!value) return fail(std::string(name) + " is not set" + std::string(hint));
   auto n = parse_u64(*value);
@@ -128,9 +127,13 @@ Result<Options> parse_options(std::span<const std::string_view> args, const EnvL
     } else if (name == "--mode") {
       auto v = value_of(name);
       if (!v) return std::unexpected(v.error());
-      if (*v == "tasks") o.scope = Scope::ranks;
-      else if (*v == "torchrun") o.scope = Scope::nodes;
-      else return fail("--mode=" + std::string(v->substr(0, 40)) + ": unknown mode (valid: tasks, torchrun)");
+      if (*v == "tasks")
+        o.scope = Scope::ranks;
+      else if (*v == "torchrun")
+        o.scope = Scope::nodes;
+      else
+        return fail("--mode=" + std::string(v->substr(0, 40)) +
+                    ": unknown mode (valid: tasks, torchrun)");
     } else if (name == "--no-nccl") {
       if (auto r = no_value(); !r) return std::unexpected(r.error());
       o.nccl = false;

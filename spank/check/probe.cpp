@@ -23,8 +23,7 @@ bool same_address(const sockaddr* a, const sockaddr* b) {
   }
   if (a->sa_family == AF_INET6) {
     return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
-                       &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr,
-                       sizeof(in6_addr)) == 0;
+                       &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, sizeof(in6_addr)) == 0;
   }
   return false;
 }

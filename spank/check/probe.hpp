@@ -2,10 +2,10 @@
 // place besides session.cpp that calls the operating system.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <optional>
 #include <string>
-
-#include <sys/socket.h>
 
 namespace ddp::check::probe {
 

@@ -28,7 +28,9 @@ using std::chrono::milliseconds;
 constexpr milliseconds k_first_backoff{50};
 constexpr milliseconds k_max_backoff{1000};
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) close(fd);
@@ -238,8 +240,8 @@ struct Session::State {
     for (;;) {
       sockaddr_storage peer{};
       socklen_t len = sizeof peer;
-      int fd = accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+      int fd =
+          accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;  // EAGAIN, or out of descriptors: poll tells us again
       Conn c;
       c.fd = fd;
@@ -260,7 +262,9 @@ Session::Session(Identity identity, Clock::time_point deadline)
 
 Session::~Session() = default;
 
-const Hello& Session::self() const { return state_->id.self; }
+const Hello& Session::self() const {
+  return state_->id.self;
+}
 
 Exchange Session::run(Clock::time_point collect_until) {
   State& s = *state_;
@@ -309,7 +313,8 @@ Exchange Session::run(Clock::time_point collect_until) {
       for (const auto& c : s.conns) fds.push_back({c.fd, POLLIN, 0});
     }
     auto wake = master ? collect_until : s.deadline;
-    if (!s.connected && s.client.fd < 0 && !s.targets.empty()) wake = std::min(wake, s.next_attempt);
+    if (!s.connected && s.client.fd < 0 && !s.targets.empty())
+      wake = std::min(wake, s.next_attempt);
     int n = poll(fds.data(), fds.size(), poll_timeout(now, wake));
     if (n < 0 && errno != EINTR) {
       result.local_fault = std::string("poll: ") + errno_text(errno);
@@ -324,8 +329,10 @@ Exchange Session::run(Clock::time_point collect_until) {
         int err = 0;
         socklen_t len = sizeof err;
         getsockopt(s.client.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) s.connect_failed(err, Clock::now());
-        else s.on_connected();
+        if (err != 0)
+          s.connect_failed(err, Clock::now());
+        else
+          s.on_connected();
       }
       if (s.connected && s.client.fd >= 0 && !s.client.out.empty() && !write_some(s.client)) {
         result.local_fault = "lost the connection to rank 0 at " + s.master_text +
@@ -337,9 +344,11 @@ Exchange Session::run(Clock::time_point collect_until) {
         bool open = read_some(s.client);
         if (auto line = s.client.in.next_line()) {
           auto verdict = parse_verdict(*line);
-          if (verdict) result.verdict = *verdict;
-          else result.local_fault = "rank 0 at " + s.master_text + " answered garbage: " +
-                                    verdict.error().message;
+          if (verdict)
+            result.verdict = *verdict;
+          else
+            result.local_fault =
+                "rank 0 at " + s.master_text + " answered garbage: " + verdict.error().message;
           if (!result.verdict) return result;
           continue;
         }
@@ -363,7 +372,8 @@ Exchange Session::run(Clock::time_point collect_until) {
           if (hello) {
             c.hello = *hello;
           } else {
-            if (garbage_notes.size() < 3) garbage_notes.push_back(c.peer + ": " + hello.error().message);
+            if (garbage_notes.size() < 3)
+              garbage_notes.push_back(c.peer + ": " + hello.error().message);
             c.closed = true;
           }
         } else if (!open || c.in.overflowed()) {
@@ -399,14 +409,14 @@ Exchange Session::run(Clock::time_point collect_until) {
   } else if (!result.verdict && !result.local_fault) {
     const auto waited = seconds_text(Clock::now() - s.start);
     if (!s.connected) {
-      result.local_fault = "cannot reach the master at " + s.master_text +
-                           " (MASTER_ADDR:MASTER_PORT) within " + waited + " after " +
-                           std::to_string(s.attempts) + " attempts: " + s.last_error +
-                           "; is rank 0 running, and is MASTER_ADDR reachable from " +
-                           s.id.self.host + "?";
+      result.local_fault =
+          "cannot reach the master at " + s.master_text + " (MASTER_ADDR:MASTER_PORT) within " +
+          waited + " after " + std::to_string(s.attempts) + " attempts: " + s.last_error +
+          "; is rank 0 running, and is MASTER_ADDR reachable from " + s.id.self.host + "?";
     } else {
-      result.local_fault = "connected to rank 0 at " + s.master_text + " but got no verdict within " +
-                           waited + " (rank 0 still waiting for other ranks, or hung)";
+      result.local_fault = "connected to rank 0 at " + s.master_text +
+                           " but got no verdict within " + waited +
+                           " (rank 0 still waiting for other ranks, or hung)";
     }
   }
   return result;
@@ -445,14 +455,16 @@ Exchange Session::await_verdict() {
   for (;;) {
     if (auto line = s.client.in.next_line()) {
       auto verdict = parse_verdict(*line);
-      if (verdict) result.verdict = *verdict;
-      else result.local_fault = "rank 0 at " + s.master_text + " answered garbage: " +
-                                verdict.error().message;
+      if (verdict)
+        result.verdict = *verdict;
+      else
+        result.local_fault =
+            "rank 0 at " + s.master_text + " answered garbage: " + verdict.error().message;
       return result;
     }
     if (!open) {
-      result.local_fault = "rank 0 at " + s.master_text +
-                           " closed the connection without a final verdict";
+      result.local_fault =
+          "rank 0 at " + s.master_text + " closed the connection without a final verdict";
       return result;
     }
     const auto now = Clock::now();

@@ -105,16 +105,19 @@ Topology walk(hwloc_topology_t topo) {
     gpu_objs.push_back(pci);
   }
   // CUDA devices without a PCI parent in the topology (PCI discovery off): one GPU each.
-  for (hwloc_obj_t os = hwloc_get_next_osdev(topo, nullptr); os; os = hwloc_get_next_osdev(topo, os)) {
+  for (hwloc_obj_t os = hwloc_get_next_osdev(topo, nullptr); os;
+       os = hwloc_get_next_osdev(topo, os)) {
     if (pci_parent(os) || os->attr->osdev.type != HWLOC_OBJ_OSDEV_COPROC || !os->subtype ||
         std::string(os->subtype) != "CUDA") {
       continue;
     }
-    t.gpus.push_back(Gpu{os->name ? os->name : "cuda?", "", info(os, "GPUModel"), numa_of(topo, os)});
+    t.gpus.push_back(
+        Gpu{os->name ? os->name : "cuda?", "", info(os, "GPUModel"), numa_of(topo, os)});
     gpu_objs.push_back(os);
   }
 
-  for (hwloc_obj_t os = hwloc_get_next_osdev(topo, nullptr); os; os = hwloc_get_next_osdev(topo, os)) {
+  for (hwloc_obj_t os = hwloc_get_next_osdev(topo, nullptr); os;
+       os = hwloc_get_next_osdev(topo, os)) {
     const auto type = os->attr->osdev.type;
     if (type != HWLOC_OBJ_OSDEV_NETWORK && type != HWLOC_OBJ_OSDEV_OPENFABRICS) continue;
     NetInterface nic;
@@ -168,7 +171,8 @@ Result<Topology> load_live_topology() {
   auto topo = make_topology();
   if (!topo) return std::unexpected(topo.error());
   hwloc_topology_set_io_types_filter(topo->get(), HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-  if (hwloc_topology_load(topo->get()) != 0) return fail("hwloc: cannot discover this node's topology");
+  if (hwloc_topology_load(topo->get()) != 0)
+    return fail("hwloc: cannot discover this node's topology");
   return walk(topo->get());
 }
 

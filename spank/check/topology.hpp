@@ -20,10 +20,10 @@ struct Gpu {
 
 // What ddp-check and the environment policy need from a topology.
 struct Topology {
-  std::string host;       // HostName info of the machine, empty if absent
-  unsigned pus = 0;       // processing units (hardware threads)
+  std::string host;  // HostName info of the machine, empty if absent
+  unsigned pus = 0;  // processing units (hardware threads)
   unsigned numa_nodes = 0;
-  std::vector<Gpu> gpus;  // in PCI order
+  std::vector<Gpu> gpus;                 // in PCI order
   std::vector<NetInterface> interfaces;  // network and OpenFabrics OS devices, in hwloc order
 };
 

@@ -13,8 +13,12 @@ namespace {
 
 constexpr std::uint32_t k_no_node = std::numeric_limits<std::uint32_t>::max();
 
-std::string rank_noun(Scope scope) { return scope == Scope::ranks ? "RANK" : "NODE_RANK"; }
-std::string world_noun(Scope scope) { return scope == Scope::ranks ? "WORLD_SIZE" : "NNODES"; }
+std::string rank_noun(Scope scope) {
+  return scope == Scope::ranks ? "RANK" : "NODE_RANK";
+}
+std::string world_noun(Scope scope) {
+  return scope == Scope::ranks ? "WORLD_SIZE" : "NNODES";
+}
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string out;
@@ -130,10 +134,9 @@ WorldReport verify_world(std::span<const Hello> hellos, const Hello& expected, S
 
   // 1. Sizes every process must agree on. Rank 0's own view joins the vote.
   std::vector<const Hello*> voters = all;
-  bool has_expected = std::any_of(hellos.begin(), hellos.end(),
-                                  [&](const Hello& h) { return h.rank == expected.rank &&
-                                                               h.pid == expected.pid &&
-                                                               h.host == expected.host; });
+  bool has_expected = std::any_of(hellos.begin(), hellos.end(), [&](const Hello& h) {
+    return h.rank == expected.rank && h.pid == expected.pid && h.host == expected.host;
+  });
   if (!has_expected) voters.push_back(&expected);
   auto get_world = [](const Hello& h) { return h.world_size; };
   if (values_differ(voters, get_world)) {
@@ -167,7 +170,8 @@ WorldReport verify_world(std::span<const Hello> hellos, const Hello& expected, S
       return a->host != b->host ? a->host < b->host : a->pid < b->pid;
     });
     std::vector<std::string> senders;
-    for (const Hello* h : sorted) senders.push_back(h->host + " (pid " + std::to_string(h->pid) + ")");
+    for (const Hello* h : sorted)
+      senders.push_back(h->host + " (pid " + std::to_string(h->pid) + ")");
     faults.push_back("duplicate " + rank_word + " " + std::to_string(rank) + " from " +
                      join(senders, ", "));
   }
@@ -180,9 +184,9 @@ WorldReport verify_world(std::span<const Hello> hellos, const Hello& expected, S
   if (!missing.empty()) {
     std::size_t arrived = 0;  // distinct ranks within 0..N-1
     for (const auto& entry : by_rank) arrived += entry.first < world ? 1 : 0;
-    std::string text = "missing " + rank_word + " " + format_ranges(missing) + " (" +
-                       world_word + "=" + std::to_string(world) + ", " +
-                       std::to_string(arrived) + " distinct arrived)";
+    std::string text = "missing " + rank_word + " " + format_ranges(missing) + " (" + world_word +
+                       "=" + std::to_string(world) + ", " + std::to_string(arrived) +
+                       " distinct arrived)";
     std::vector<std::string> where;
     if (scope == Scope::ranks) {
       for (const auto& [key, view] : nodes) {
@@ -246,8 +250,9 @@ WorldReport verify_world(std::span<const Hello> hellos, const Hello& expected, S
   }
   for (const auto& [host, node_ranks] : host_nodes) {
     if (node_ranks.size() < 2) continue;
-    faults.push_back("host " + host + " reports NODE_RANK " +
-                     format_ranges(std::vector<std::uint32_t>(node_ranks.begin(), node_ranks.end())));
+    faults.push_back(
+        "host " + host + " reports NODE_RANK " +
+        format_ranges(std::vector<std::uint32_t>(node_ranks.begin(), node_ranks.end())));
   }
 
   // 4. Within each node (ranks scope): LOCAL_WORLD_SIZE agreed, LOCAL_RANK unique and in range.
@@ -273,8 +278,8 @@ WorldReport verify_world(std::span<const Hello> hellos, const Hello& expected, S
                            format_ranges(ranks) + " on " + label +
                            " is out of range for LOCAL_WORLD_SIZE=" + std::to_string(local_world));
         } else if (ranks.size() > 1) {
-          faults.push_back("duplicate LOCAL_RANK " + std::to_string(local) + " on " + label +
-                           ": " + rank_word + " " + format_ranges(ranks));
+          faults.push_back("duplicate LOCAL_RANK " + std::to_string(local) + " on " + label + ": " +
+                           rank_word + " " + format_ranges(ranks));
         }
       }
     }
@@ -353,6 +358,8 @@ std::string render_table(std::span<const Hello> hellos, Scope scope) {
   return out;
 }
 
-std::string summarize(const WorldReport& report) { return join(report.faults, "; "); }
+std::string summarize(const WorldReport& report) {
+  return join(report.faults, "; ");
+}
 
 }  // namespace ddp::check

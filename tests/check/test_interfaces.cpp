@@ -15,13 +15,20 @@ TEST(Interfaces, ClassifiesByName) {
     NetKind kind;
   };
   const Case cases[] = {
-      {"ib0", false, NetKind::infiniband},      {"ib0.8001", false, NetKind::infiniband},
-      {"mlx5_0", true, NetKind::infiniband},    {"efa0", false, NetKind::efa},
-      {"rdmap16s27", true, NetKind::efa},       {"hsn0", false, NetKind::slingshot},
-      {"cxi0", true, NetKind::slingshot},       {"eth0", false, NetKind::ethernet},
-      {"eno1", false, NetKind::ethernet},       {"ens1f0np0", false, NetKind::ethernet},
-      {"lo", false, NetKind::loopback},         {"docker0", false, NetKind::virtual_bridge},
-      {"veth12ab", false, NetKind::virtual_bridge}, {"irdma0", true, NetKind::other},
+      {"ib0", false, NetKind::infiniband},
+      {"ib0.8001", false, NetKind::infiniband},
+      {"mlx5_0", true, NetKind::infiniband},
+      {"efa0", false, NetKind::efa},
+      {"rdmap16s27", true, NetKind::efa},
+      {"hsn0", false, NetKind::slingshot},
+      {"cxi0", true, NetKind::slingshot},
+      {"eth0", false, NetKind::ethernet},
+      {"eno1", false, NetKind::ethernet},
+      {"ens1f0np0", false, NetKind::ethernet},
+      {"lo", false, NetKind::loopback},
+      {"docker0", false, NetKind::virtual_bridge},
+      {"veth12ab", false, NetKind::virtual_bridge},
+      {"irdma0", true, NetKind::other},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

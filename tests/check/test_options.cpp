@@ -71,9 +71,10 @@ TEST(Options, ErrorsNameTheOption) {
 }
 
 Env tasks_env() {
-  return {{"MASTER_ADDR", "node001"}, {"MASTER_PORT", "29500"}, {"WORLD_SIZE", "8"},
-          {"RANK", "5"},              {"LOCAL_RANK", "1"},      {"LOCAL_WORLD_SIZE", "4"},
-          {"NODE_RANK", "1"},         {"NNODES", "2"},          {"CUDA_VISIBLE_DEVICES", "1"}};
+  return {
+      {"MASTER_ADDR", "node001"},   {"MASTER_PORT", "29500"},  {"WORLD_SIZE", "8"}, {"RANK", "5"},
+      {"LOCAL_RANK", "1"},          {"LOCAL_WORLD_SIZE", "4"}, {"NODE_RANK", "1"},  {"NNODES", "2"},
+      {"CUDA_VISIBLE_DEVICES", "1"}};
 }
 
 TEST(Identity, TasksMode) {
@@ -144,7 +145,9 @@ TEST(Identity, MissingOrBadVariablesAreNamed) {
 }
 
 TEST(Identity, PetVariablesServeAsFallback) {
-  Env env = {{"PET_MASTER_ADDR", "10.0.0.1"}, {"PET_MASTER_PORT", "29400"}, {"NNODES", "1"},
+  Env env = {{"PET_MASTER_ADDR", "10.0.0.1"},
+             {"PET_MASTER_PORT", "29400"},
+             {"NNODES", "1"},
              {"NODE_RANK", "0"}};
   auto id = read_identity(lookup(env), std::nullopt, "n");
   ASSERT_TRUE(id) << id.error().message;

@@ -101,8 +101,9 @@ TEST(Topology, DescribesTheNode) {
   EXPECT_NE(text.find("host v100-node: 4 PUs, 1 NUMA nodes, 4 GPUs, 1 network devices"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("  net  ens1f0  ethernet  0000:30:00.0  NUMA 0  near cuda0 cuda1 cuda2 cuda3"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("  net  ens1f0  ethernet  0000:30:00.0  NUMA 0  near cuda0 cuda1 cuda2 cuda3"),
+      std::string::npos)
       << text;
 }
 

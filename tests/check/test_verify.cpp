@@ -111,7 +111,8 @@ TEST(VerifyWorld, RankZeroOwnViewVotesOnSizes) {
   Hello self = rank(0, 3, 0, 2, 0, 1, "node0");
   auto report = verify_world(hellos, self, Scope::ranks);
   ASSERT_EQ(report.faults.size(), 2u);
-  EXPECT_EQ(report.faults[0], "inconsistent WORLD_SIZE: rank 1 (node0) says 2, rank 0 (node0) says 3");
+  EXPECT_EQ(report.faults[0],
+            "inconsistent WORLD_SIZE: rank 1 (node0) says 2, rank 0 (node0) says 3");
   EXPECT_EQ(report.faults[1].rfind("missing RANK 0,2 (WORLD_SIZE=3, 1 distinct arrived)", 0), 0u)
       << report.faults[1];
 }
@@ -125,7 +126,8 @@ TEST(VerifyWorld, LocalSizesMustAddUpToWorld) {
   for (auto& h : bigger) h.nnodes = 3;
   auto report = verify_world(bigger, bigger[0], Scope::ranks);
   ASSERT_FALSE(report.ok());
-  EXPECT_EQ(report.faults.back(), "LOCAL_WORLD_SIZE over the 3 nodes sums to 6 but WORLD_SIZE is 5");
+  EXPECT_EQ(report.faults.back(),
+            "LOCAL_WORLD_SIZE over the 3 nodes sums to 6 but WORLD_SIZE is 5");
 }
 
 TEST(VerifyWorld, TorchrunScopeChecksNodes) {
