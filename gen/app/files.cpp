@@ -10,7 +10,9 @@ namespace ddpgen::app {
 
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return std::unexpected(Error{{path, 0, 0}, std::string("cannot read: ") + std::strerror(errno)});
+  if (!in)
+    return std::unexpected(
+        Error{{path, 0, 0}, std::string("cannot read: ") + std::strerror(errno)});
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return std::unexpected(Error{{path, 0, 0}, "read error"});
@@ -22,7 +24,8 @@ Result<void> write_file(const std::string& path, const std::string& text) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
-      return std::unexpected(Error{{path, 0, 0}, std::string("cannot write: ") + std::strerror(errno)});
+      return std::unexpected(
+          Error{{path, 0, 0}, std::string("cannot write: ") + std::strerror(errno)});
     out << text;
     out.flush();
     if (!out) {

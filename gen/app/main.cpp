@@ -1,7 +1,6 @@
 // ddpgen's command line: gathers inputs, calls the core, reports. Errors are thrown as one
 // type and caught once, here.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 #include <stdexcept>
 
@@ -42,12 +41,12 @@ std::string render_job(const Inputs& in) {
   const Job job = unwrap(decode_job(unwrap(app::read_file(in.job_file)), in.job_file, in.sets));
   const Plan p = unwrap(plan(job, profile));
   const std::string template_path = app::template_dir() + "/" + k_template;
-  std::string script = unwrap(render(p, {DDPGEN_VERSION, in.job_file, template_path,
-                                          unwrap(app::read_file(template_path))}));
+  std::string script = unwrap(render(
+      p, {DDPGEN_VERSION, in.job_file, template_path, unwrap(app::read_file(template_path))}));
   // Said after the checks so that an error is the last line a user sees.
   if (!profile.deprecated.empty())
-    std::cerr << "ddpgen: warning: profile \"" << profile.name << "\" is deprecated: "
-              << profile.deprecated << "\n";
+    std::cerr << "ddpgen: warning: profile \"" << profile.name
+              << "\" is deprecated: " << profile.deprecated << "\n";
   return script;
 }
 
@@ -90,7 +89,8 @@ int run(int argc, char** argv) {
   std::string show_name;
   show->add_option("name", show_name, "profile NAME or PATH")->required();
   profile_cmd->require_subcommand(1);
-  auto* validate = cli.add_subcommand("validate", "check a job file against a profile; write nothing");
+  auto* validate =
+      cli.add_subcommand("validate", "check a job file against a profile; write nothing");
   Inputs vin;
   validate->add_option("--profile", vin.profile, "site profile: NAME or PATH")->required();
   validate->add_option("job", vin.job_file, "job file (YAML)")->required();

@@ -27,7 +27,8 @@ Result<Profile> load_chain(const ProfileFile& file, const std::vector<std::strin
   Profile base;
   if (!doc->extends.empty()) {
     if (depth >= k_max_extends_depth)
-      return std::unexpected(Error{{file.path, 1, 1}, "\"extends\" nests more than 8 deep (a cycle?)"});
+      return std::unexpected(
+          Error{{file.path, 1, 1}, "\"extends\" nests more than 8 deep (a cycle?)"});
     // A base named without a path is looked for next to this profile first.
     std::vector<std::string> search = dirs;
     search.insert(search.begin(), fs::path(file.path).parent_path().string());
@@ -61,9 +62,9 @@ Result<ProfileFile> find_profile(const std::string& arg, const std::vector<std::
     if (fs::is_regular_file(candidate)) return ProfileFile{arg, candidate.string()};
     searched += (searched.empty() ? "" : ":") + dir;
   }
-  return std::unexpected(Error{{"--profile " + arg, 0, 0},
-                               "no profile \"" + arg + "\" (searched " + searched +
-                                   "; \"ddpgen profiles\" lists them)"});
+  return std::unexpected(Error{
+      {"--profile " + arg, 0, 0},
+      "no profile \"" + arg + "\" (searched " + searched + "; \"ddpgen profiles\" lists them)"});
 }
 
 Result<Profile> load_profile(const std::string& name_or_path, const std::vector<std::string>& dirs,

@@ -12,7 +12,8 @@ std::optional<std::vector<long>> fields(std::string_view text) {
   std::size_t start = 0;
   while (true) {
     std::size_t colon = text.find(':', start);
-    std::string_view part = text.substr(start, colon == std::string_view::npos ? colon : colon - start);
+    std::string_view part =
+        text.substr(start, colon == std::string_view::npos ? colon : colon - start);
     if (part.empty() || part.size() > 5) return std::nullopt;
     long value = 0;
     for (char c : part) {
@@ -43,7 +44,8 @@ std::optional<long> parse(std::string_view text) {
   const auto& v = *f;
   if (has_days) {
     // D-HH, D-HH:MM, D-HH:MM:SS
-    if (v[0] > 23 || (v.size() > 1 && v[1] > 59) || (v.size() > 2 && v[2] > 59)) return std::nullopt;
+    if (v[0] > 23 || (v.size() > 1 && v[1] > 59) || (v.size() > 2 && v[2] > 59))
+      return std::nullopt;
     total = v[0] * 3600 + (v.size() > 1 ? v[1] * 60 : 0) + (v.size() > 2 ? v[2] : 0);
   } else if (v.size() == 1) {
     total = v[0] * 60;  // MM

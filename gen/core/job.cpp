@@ -134,10 +134,10 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
 
 const std::vector<std::string>& job_keys() {
   static const std::vector<std::string> keys = {
-      "name",   "nodes",   "gpus_per_node", "procs_per_node", "time",      "launcher",
-      "script", "args",    "account",       "partition",      "gpu_type",  "env",
-      "modules", "container", "checkpoint", "output",        "error",     "mail",
-      "preflight"};
+      "name",     "nodes",  "gpus_per_node", "procs_per_node", "time",
+      "launcher", "script", "args",          "account",        "partition",
+      "gpu_type", "env",    "modules",       "container",      "checkpoint",
+      "output",   "error",  "mail",          "preflight"};
   return keys;
 }
 

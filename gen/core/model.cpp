@@ -4,11 +4,16 @@ namespace ddpgen {
 
 const char* launcher_name(Launcher launcher) {
   switch (launcher) {
-    case Launcher::torchrun: return "torchrun";
-    case Launcher::srun: return "srun";
-    case Launcher::accelerate: return "accelerate";
-    case Launcher::lightning: return "lightning";
-    case Launcher::fairseq: return "fairseq";
+    case Launcher::torchrun:
+      return "torchrun";
+    case Launcher::srun:
+      return "srun";
+    case Launcher::accelerate:
+      return "accelerate";
+    case Launcher::lightning:
+      return "lightning";
+    case Launcher::fairseq:
+      return "fairseq";
   }
   return "torchrun";
 }

@@ -58,8 +58,8 @@ struct Job {
   std::optional<Mail> mail;
   bool preflight = false;
 
-  std::string file;                        // the job file's name as given
-  std::map<std::string, Location> where;   // key path -> where it was given
+  std::string file;                       // the job file's name as given
+  std::map<std::string, Location> where;  // key path -> where it was given
   // Where key was given, or the start of the job file when it was not.
   Location at(const std::string& key) const;
 };
@@ -96,8 +96,8 @@ struct Profile {
   bool ddp_plugin = false;
   bool account_required = false;
   std::string account_hint = "<account>";
-  std::string gpu_request = "gres";  // gres | gpus-per-node
-  std::string gpu_vendor = "nvidia"; // nvidia | amd (apptainer --nv or --rocm)
+  std::string gpu_request = "gres";   // gres | gpus-per-node
+  std::string gpu_vendor = "nvidia";  // nvidia | amd (apptainer --nv or --rocm)
   NodeSpec node;
   std::vector<Partition> partitions;
   long cpus_per_gpu = 0;    // 0: no --cpus-per-task
@@ -110,7 +110,8 @@ struct Profile {
   std::vector<std::string> container_runtimes;  // first is the default
   std::vector<std::string> container_binds;
   std::vector<std::string> container_modules;
-  std::string local_scratch;  // where node-local disk is ("$LOCAL_SCRATCH, --gres=nvme:<GB>"), a comment
+  std::string
+      local_scratch;  // where node-local disk is ("$LOCAL_SCRATCH, --gres=nvme:<GB>"), a comment
   std::string python = "python3";
   long port_first = 20000;
   long port_last = 30999;

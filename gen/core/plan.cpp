@@ -9,9 +9,9 @@ namespace ddpgen {
 namespace {
 
 const std::vector<std::string> k_mail_types = {
-    "NONE",       "BEGIN",         "END",           "FAIL",          "REQUEUE",
-    "ALL",        "INVALID_DEPEND", "STAGE_OUT",    "TIME_LIMIT",    "TIME_LIMIT_90",
-    "TIME_LIMIT_80", "TIME_LIMIT_50", "ARRAY_TASKS"};
+    "NONE",          "BEGIN",          "END",        "FAIL",       "REQUEUE",
+    "ALL",           "INVALID_DEPEND", "STAGE_OUT",  "TIME_LIMIT", "TIME_LIMIT_90",
+    "TIME_LIMIT_80", "TIME_LIMIT_50",  "ARRAY_TASKS"};
 
 [[noreturn]] void fail(const Job& job, const std::string& key, const std::string& message) {
   throw DecodeFailure{{job.at(key), message}};
@@ -49,8 +49,8 @@ std::vector<Problem> misfit(const Job& job, const Partition& p, const NodeSpec& 
     out.push_back({"time", name + " allows at most " + duration::format(p.max_time) +
                                " (max_time); the job asks for " + duration::format(job.time)});
   const long total = gpn * job.nodes;
-  const std::string asks = std::to_string(total) + " (" + plural(job.nodes, "node") + " x " +
-                           std::to_string(gpn) + ")";
+  const std::string asks =
+      std::to_string(total) + " (" + plural(job.nodes, "node") + " x " + std::to_string(gpn) + ")";
   if (p.max_gpus > 0 && total > p.max_gpus)
     out.push_back({"gpus_per_node", name + " allows at most " + plural(p.max_gpus, "GPU") +
                                         " per job (max_gpus); the job asks for " + asks});
@@ -80,8 +80,7 @@ Choice choose_partition(const Job& job, const Profile& profile) {
     for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
     return s;
   };
-  if (!job.partition.empty() &&
-      std::find(names.begin(), names.end(), job.partition) == names.end())
+  if (!job.partition.empty() && std::find(names.begin(), names.end(), job.partition) == names.end())
     fail(job, "partition",
          "profile \"" + profile.name + "\" has no partition \"" +
              shell::comment_safe(job.partition) + "\" (valid: " + joined(names) + ")");
@@ -107,8 +106,7 @@ Choice choose_partition(const Job& job, const Profile& profile) {
     if (first_problems.empty()) first_problems = problems;
     all += (all.empty() ? "" : "; ") + problems.front().message;
   }
-  if (candidates.size() == 1)
-    fail(job, first_problems.front().key, first_problems.front().message);
+  if (candidates.size() == 1) fail(job, first_problems.front().key, first_problems.front().message);
   fail(job, first_problems.front().key,
        "no partition of profile \"" + profile.name + "\" fits the job: " + all +
            (job.partition.empty() ? " (test partitions are used only when named)" : ""));
@@ -123,9 +121,10 @@ void check_mail(const Job& job) {
     auto comma = t.find(',', start);
     std::string item = t.substr(start, comma == std::string::npos ? comma : comma - start);
     if (std::find(k_mail_types.begin(), k_mail_types.end(), item) == k_mail_types.end())
-      fail(job, "mail", "\"mail.type\": unknown type \"" + shell::comment_safe(item) +
-                            "\" (valid: comma-separated NONE, BEGIN, END, FAIL, REQUEUE, ALL, "
-                            "TIME_LIMIT, TIME_LIMIT_90, ...)");
+      fail(job, "mail",
+           "\"mail.type\": unknown type \"" + shell::comment_safe(item) +
+               "\" (valid: comma-separated NONE, BEGIN, END, FAIL, REQUEUE, ALL, "
+               "TIME_LIMIT, TIME_LIMIT_90, ...)");
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -134,9 +133,9 @@ void check_mail(const Job& job) {
 void check_job_text(const Job& job, const Profile& profile) {
   if (job.account.empty() && profile.account_required)
     fail(job, "account",
-         "profile \"" + profile.name + "\" requires an account: add \"account: " +
-             profile.account_hint + "\" to the job file or pass --set account=" +
-             profile.account_hint);
+         "profile \"" + profile.name +
+             "\" requires an account: add \"account: " + profile.account_hint +
+             "\" to the job file or pass --set account=" + profile.account_hint);
   if (!job.account.empty()) check_sbatch_value(job, "account", job.account);
   if (!job.name.empty()) check_sbatch_value(job, "name", job.name);
   if (!job.output.empty()) check_sbatch_value(job, "output", job.output);
@@ -157,20 +156,22 @@ void check_procs(const Job& job, long gpn, long procs) {
              std::to_string(gpn) + "): each process needs a GPU of its own");
   if (job.launcher == Launcher::lightning && gpn > 0 && procs != gpn)
     fail(job, "procs_per_node",
-         "launcher lightning needs procs_per_node equal to gpus_per_node (" +
-             std::to_string(gpn) + "): Lightning runs one Slurm task per GPU and checks the count");
+         "launcher lightning needs procs_per_node equal to gpus_per_node (" + std::to_string(gpn) +
+             "): Lightning runs one Slurm task per GPU and checks the count");
 }
 
 std::string container_runtime(const Job& job, const Profile& profile) {
   const auto& runtimes = profile.container_runtimes;
   if (runtimes.empty())
     fail(job, "container", "profile \"" + profile.name + "\" has no container runtime");
-  const std::string& wanted = job.container->runtime.empty() ? runtimes.front() : job.container->runtime;
+  const std::string& wanted =
+      job.container->runtime.empty() ? runtimes.front() : job.container->runtime;
   if (std::find(runtimes.begin(), runtimes.end(), wanted) == runtimes.end()) {
     std::string valid;
     for (const auto& r : runtimes) valid += (valid.empty() ? "" : ", ") + r;
-    fail(job, "container", "profile \"" + profile.name + "\" has no container runtime \"" +
-                               wanted + "\" (valid: " + valid + ")");
+    fail(job, "container",
+         "profile \"" + profile.name + "\" has no container runtime \"" + wanted +
+             "\" (valid: " + valid + ")");
   }
   return wanted;
 }
@@ -310,8 +311,9 @@ Plan make_plan(const Job& job, const Profile& profile) {
   plan.module_purge = profile.module_purge;
   plan.module_use = profile.module_use;
   plan.modules = profile.modules;
-  if (job.container) plan.modules.insert(plan.modules.end(), profile.container_modules.begin(),
-                                         profile.container_modules.end());
+  if (job.container)
+    plan.modules.insert(plan.modules.end(), profile.container_modules.begin(),
+                        profile.container_modules.end());
   plan.modules.insert(plan.modules.end(), job.modules.begin(), job.modules.end());
   plan.site_env = profile.env;
   plan.job_env = job.env;

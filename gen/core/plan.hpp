@@ -23,7 +23,7 @@ struct Plan {
   std::string deprecated;
   std::vector<std::string> notes;
   std::string partition;
-  bool partition_chosen = false;  // true when ddpgen picked it (the job named none)
+  bool partition_chosen = false;        // true when ddpgen picked it (the job named none)
   std::vector<std::string> directives;  // "--opt=value", each checked to be one safe token
   bool module_purge = false;
   std::vector<std::string> module_use;
@@ -37,7 +37,8 @@ struct Plan {
   std::string local_scratch;
   // Launch.
   bool plugin = false;
-  bool torchrun_mode = false;  // one launcher per node (torchrun, accelerate) vs one task per process
+  bool torchrun_mode =
+      false;  // one launcher per node (torchrun, accelerate) vs one task per process
   long nodes = 1;
   long gpus_per_node = 0;
   long procs_per_node = 1;
@@ -46,8 +47,8 @@ struct Plan {
   std::string launcher;
   std::vector<Word> srun_words;
   std::vector<Word> container_words;
-  bool wrapped = false;       // the command runs under bash -c with per-task code
-  std::string wrapper_exec;   // raw bash for the end of that code ("exec ... \"$@\"")
+  bool wrapped = false;      // the command runs under bash -c with per-task code
+  std::string wrapper_exec;  // raw bash for the end of that code ("exec ... \"$@\"")
   std::vector<Word> command_words;
 };
 

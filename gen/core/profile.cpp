@@ -10,8 +10,8 @@ namespace {
 const std::vector<std::string> k_node_keys = {"gpus", "gpu_type", "cores", "memory_gb",
                                               "local_disk_gb"};
 const std::vector<std::string> k_partition_keys = {
-    "name", "description", "min_nodes", "max_nodes", "max_time", "min_gpus",
-    "max_gpus", "test", "constraint", "node", "sbatch"};
+    "name",     "description", "min_nodes",  "max_nodes", "max_time", "min_gpus",
+    "max_gpus", "test",        "constraint", "node",      "sbatch"};
 const std::vector<std::string> k_account_keys = {"required", "hint"};
 const std::vector<std::string> k_container_keys = {"runtimes", "binds", "modules"};
 
@@ -43,9 +43,10 @@ std::vector<std::string> decode_directives(const StrictReader& r, const YAML::No
     const auto& d = list[i];
     auto problem = shell::sbatch_value_problem(d);
     if (problem || !d.starts_with("--"))
-      r.fail(node[i], path, "\"" + path + "\": \"" + shell::comment_safe(d) +
-                                "\" must be one --option[=value] token" +
-                                (problem ? " (it " + *problem + ")" : ""));
+      r.fail(node[i], path,
+             "\"" + path + "\": \"" + shell::comment_safe(d) +
+                 "\" must be one --option[=value] token" +
+                 (problem ? " (it " + *problem + ")" : ""));
   }
   return list;
 }
@@ -87,7 +88,8 @@ void decode_port_range(const StrictReader& r, const YAML::Node& node, Profile& p
     first = 0;
   }
   if (first < 1024 || last > 65535 || first > last)
-    r.fail(node, "port_range", "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999");
+    r.fail(node, "port_range",
+           "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999");
   p.port_first = first;
   p.port_last = last;
 }
@@ -137,8 +139,9 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
           p.container_runtimes.clear();
           for (const auto& runtime : r.strings(v, kp)) {
             if (runtime != "apptainer" && runtime != "singularity" && runtime != "pyxis")
-              r.fail(v, kp, "\"" + kp + "\": unknown runtime \"" + shell::comment_safe(runtime) +
-                                "\" (valid: apptainer, singularity, pyxis)");
+              r.fail(v, kp,
+                     "\"" + kp + "\": unknown runtime \"" + shell::comment_safe(runtime) +
+                         "\" (valid: apptainer, singularity, pyxis)");
             p.container_runtimes.push_back(runtime);
           }
         }
@@ -156,11 +159,10 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
 
 const std::vector<std::string>& profile_keys() {
   static const std::vector<std::string> keys = {
-      "extends",      "description",    "deprecated", "abstract",      "notes",
-      "sources",      "ddp_plugin",     "account",    "gpu_request",   "gpu_vendor",
-      "node",         "partitions",     "cpus_per_gpu", "mem_per_gpu_gb", "sbatch",
-      "module_purge", "module_use", "modules",        "env",        "container",     "local_scratch",
-      "python",       "port_range"};
+      "extends",      "description",    "deprecated",    "abstract",     "notes",      "sources",
+      "ddp_plugin",   "account",        "gpu_request",   "gpu_vendor",   "node",       "partitions",
+      "cpus_per_gpu", "mem_per_gpu_gb", "sbatch",        "module_purge", "module_use", "modules",
+      "env",          "container",      "local_scratch", "python",       "port_range"};
   return keys;
 }
 

@@ -16,7 +16,9 @@ class StrictContext : public mu::basic_context<std::string> {
   explicit StrictContext(const mu::data* root) : inner_(root) {}
   void push(const mu::data* data) override { inner_.push(data); }
   void pop() override { inner_.pop(); }
-  const mu::data* get(const std::string& name) const override { return note(name, inner_.get(name)); }
+  const mu::data* get(const std::string& name) const override {
+    return note(name, inner_.get(name));
+  }
   const mu::data* get_partial(const std::string& name) const override {
     return note(">" + name, inner_.get_partial(name));
   }
@@ -48,8 +50,8 @@ std::string mark_standalone_tags(const std::string& text) {
     std::string_view line(text.data() + start, end - start);
     const auto first = line.find_first_not_of(" \t");
     const auto last = line.find_last_not_of(" \t");
-    std::string_view tag = first == std::string_view::npos ? std::string_view{}
-                                                            : line.substr(first, last + 1 - first);
+    std::string_view tag =
+        first == std::string_view::npos ? std::string_view{} : line.substr(first, last + 1 - first);
     const bool standalone = tag.size() > 4 && tag.starts_with("{{") && tag.ends_with("}}") &&
                             (tag[2] == '#' || tag[2] == '^' || tag[2] == '/') &&
                             tag.find("{{", 2) == std::string_view::npos;
@@ -73,7 +75,8 @@ std::string drop_sentinel_lines(const std::string& text) {
     std::size_t nl = text.find('\n', start);
     std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
     std::string_view line(text.data() + start, end - start);
-    if (line != std::string_view("\x1e\n", 2) && line != std::string_view("\x1e", 1)) out.append(line);
+    if (line != std::string_view("\x1e\n", 2) && line != std::string_view("\x1e", 1))
+      out.append(line);
     start = end;
   }
   return out;
@@ -104,7 +107,8 @@ mu::data comment_lines(const std::vector<std::string>& texts) {
     while (start <= text.size()) {
       auto nl = text.find('\n', start);
       std::string line = text.substr(start, nl == std::string::npos ? nl : nl - start);
-      if (!line.empty() || nl != std::string::npos) out.push_back(mu::data("line", shell::comment_safe(line)));
+      if (!line.empty() || nl != std::string::npos)
+        out.push_back(mu::data("line", shell::comment_safe(line)));
       if (nl == std::string::npos) break;
       start = nl + 1;
     }
@@ -142,8 +146,9 @@ mu::data build(const Plan& plan, const RenderInput& in) {
   d.set("job_file", shell::comment_safe(in.job_file));
   d.set("profile", shell::comment_safe(plan.profile_name));
   d.set("description", comment_lines({plan.profile_description}));
-  d.set("deprecated", comment_lines(plan.deprecated.empty() ? std::vector<std::string>{}
-                                                            : std::vector<std::string>{plan.deprecated}));
+  d.set("deprecated",
+        comment_lines(plan.deprecated.empty() ? std::vector<std::string>{}
+                                              : std::vector<std::string>{plan.deprecated}));
   d.set("notes", comment_lines(plan.notes));
   d.set("has_notes", !plan.notes.empty());
   d.set("partition", plan.partition);
@@ -165,8 +170,9 @@ mu::data build(const Plan& plan, const RenderInput& in) {
   d.set("site_env", env_list(plan.site_env, true));
   d.set("has_job_env", !plan.job_env.empty());
   d.set("job_env", env_list(plan.job_env, false));
-  d.set("local_scratch", optional_object(!plan.local_scratch.empty(),
-                                         mu::data("text", shell::comment_safe(plan.local_scratch))));
+  d.set("local_scratch",
+        optional_object(!plan.local_scratch.empty(),
+                        mu::data("text", shell::comment_safe(plan.local_scratch))));
 
   mu::data checkpoint;
   checkpoint.set("dir", plan.checkpoint_dir);

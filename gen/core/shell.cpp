@@ -9,7 +9,15 @@ bool is_alnum(char c) {
 
 bool is_bare_safe(char c) {
   switch (c) {
-    case '_': case '-': case '.': case '/': case ':': case '=': case ',': case '+': case '@':
+    case '_':
+    case '-':
+    case '.':
+    case '/':
+    case ':':
+    case '=':
+    case ',':
+    case '+':
+    case '@':
     case '%':
       return true;
     default:
@@ -23,7 +31,9 @@ bool is_sbatch_safe(char c) {
   return is_bare_safe(c) || c == '~' || c == '[' || c == ']' || c == '&' || c == '|';
 }
 
-bool is_name_start(char c) { return c == '_' || (is_alnum(c) && !(c >= '0' && c <= '9')); }
+bool is_name_start(char c) {
+  return c == '_' || (is_alnum(c) && !(c >= '0' && c <= '9'));
+}
 
 }  // namespace
 

@@ -30,10 +30,14 @@ std::string join_path(const std::string& path, const std::string& key) {
 
 std::string kind_name(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Null: return "nothing";
-    default: return "\"" + node.Scalar() + "\"";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "nothing";
+    default:
+      return "\"" + node.Scalar() + "\"";
   }
 }
 
@@ -128,7 +132,8 @@ bool StrictReader::boolean(const YAML::Node& node, const std::string& path) cons
   const std::string text = string(node, path);
   if (text == "true") return true;
   if (text == "false") return false;
-  fail(node, path, "\"" + path + "\" must be true or false, got \"" + shell::comment_safe(text) + "\"");
+  fail(node, path,
+       "\"" + path + "\" must be true or false, got \"" + shell::comment_safe(text) + "\"");
 }
 
 std::vector<std::string> StrictReader::strings(const YAML::Node& node,
@@ -170,7 +175,8 @@ std::string StrictReader::choice(const YAML::Node& node, const std::string& path
     valid += (valid.empty() ? "" : ", ") + std::string(c);
   }
   fail(node, path,
-       "\"" + path + "\": unknown value \"" + shell::comment_safe(text) + "\" (valid: " + valid + ")");
+       "\"" + path + "\": unknown value \"" + shell::comment_safe(text) + "\" (valid: " + valid +
+           ")");
 }
 
 Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
