@@ -53,7 +53,7 @@ missing_prerequisite() {
 }
 
 # Runs a command as host NS (namespace suffix) named HOSTNAME: in its network namespace, with
-# its own hostname, /etc/hosts and name lookup. $launcher (e.g. setsid) goes in front.
+# its own hostname, /etc/hosts and name lookup. $launcher (setsid, exec) goes in front.
 # Not `ip netns exec`: that remounts /sys, and slurmd then fails in its cgroup set-up.
 launcher=()
 as_host() {
@@ -366,6 +366,9 @@ cmd_run() {
       NPROC_PER_NODE | PET_*) unset_args+=(-u "$var") ;;
     esac
   done
+  # exec: a signal for `cluster.sh run` (timeout, Ctrl-C) reaches srun itself, which then
+  # cancels its step.
+  launcher=(exec)
   as_host login "$k_login" env "${unset_args[@]}" SLURM_CONF="$conf" "$@"
 }
 
@@ -374,7 +377,10 @@ main() {
   (($#)) && shift
   case $cmd in
     up) cmd_up "$@" ;;
-    down) [[ $(id -u) -eq 0 ]] || die "down: needs root"; cmd_down ;;
+    down)
+      # Without root there is nothing this script could have started: a skip, not a failure.
+      if [[ $(id -u) -ne 0 ]]; then say "skipped: not root"; exit "$k_skip"; fi
+      cmd_down ;;
     status) cmd_status ;;
     run) cmd_run "$@" ;;
     set-plugstack) cmd_set_plugstack "$@" ;;

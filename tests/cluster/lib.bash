@@ -1,0 +1,88 @@
+# Helpers for the bats tests that run against the embedded cluster (`load lib` in a .bats file).
+# The cluster is started by the cluster_up ctest fixture, or by hand: tests/cluster/cluster.sh up
+#
+#   REPO, CLUSTER                  the checkout's root and tests/cluster/cluster.sh
+#   skip_unless_cluster            in setup(): skip with the reason when this machine cannot run
+#                                  the cluster; fail when it could but the cluster is not up
+#   cl CMD...                      CMD on the login host (cluster.sh run), bounded by $CL_TIMEOUT
+#   cl_srun ARGS...                cl srun ARGS...
+#   task_env SRUN_ARGS... -- VAR...  one line per task, "PROCID VALUE..." sorted by task id
+#   job_state JOBID                the job's state (COMPLETED, RUNNING, ...)
+#   wait_job JOBID [TIMEOUT]       wait until the job ends; fails unless it COMPLETED
+#   wait_job_end JOBID [TIMEOUT]   wait until the job ends in any state; prints the state
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CLUSTER=$REPO/tests/cluster/cluster.sh
+export DDP_CLUSTER_DIR=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}
+# Seconds one cluster command may take before it is stopped (a job that can never start would
+# otherwise wait for resources until ctest's own timeout, with no hint of why).
+: "${CL_TIMEOUT:=120}"
+
+skip_unless_cluster() {
+  local why
+  if ! why=$("$CLUSTER" check 2>&1); then
+    skip "cluster prerequisite missing: $why"
+  fi
+  if ! "$CLUSTER" status >/dev/null 2>&1; then
+    echo "the embedded cluster is not up: start it with $CLUSTER up [--plugin build/spank/spank_ddp.so]" >&2
+    return 1
+  fi
+}
+
+cl() {
+  timeout --kill-after=10 "$CL_TIMEOUT" "$CLUSTER" run "$@"
+}
+
+cl_srun() {
+  cl srun "$@"
+}
+
+# Prints "PROCID VALUE..." for every task of `srun SRUN_ARGS`, sorted by task id; VAR "hostname"
+# prints the task's host name, an unset variable prints "<unset>". Values must not hold spaces.
+task_env() {
+  local srun_args=()
+  while (($#)) && [[ $1 != -- ]]; do srun_args+=("$1"); shift; done
+  (($#)) || { echo "task_env: usage: task_env SRUN_ARGS... -- VAR..." >&2; return 2; }
+  shift
+  # shellcheck disable=SC2016  # expanded by the task's shell
+  cl srun "${srun_args[@]}" bash -c '
+    printf %s "$SLURM_PROCID"
+    for v in "$@"; do
+      if [[ $v == hostname ]]; then printf " %s" "$(hostname)"
+      elif [[ -v $v ]]; then printf " %s" "${!v}"
+      else printf " <unset>"; fi
+    done
+    echo' task_env "$@" | sort -n
+}
+
+job_state() {
+  cl scontrol show job -o "$1" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2
+}
+
+wait_job_end() {
+  local id=$1 timeout=${2:-120} state deadline
+  deadline=$((SECONDS + timeout))
+  while :; do
+    state=$(job_state "$id") || state=""
+    case $state in
+      COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | PREEMPTED | \
+      BOOT_FAIL | DEADLINE) echo "$state"; return 0 ;;
+    esac
+    if ((SECONDS >= deadline)); then
+      echo "wait_job: job $id still ${state:-unknown} after ${timeout}s" >&2
+      cl scontrol show job "$id" >&2 || true
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+wait_job() {
+  local state
+  state=$(wait_job_end "$@") || return 1
+  if [[ $state != COMPLETED ]]; then
+    echo "wait_job: job $1 ended $state, not COMPLETED" >&2
+    cl scontrol show job "$1" >&2 || true
+    return 1
+  fi
+}
