@@ -80,7 +80,7 @@ munged_pid() {
   local pid
   pid=$(cat "$run_dir/munged.pid" 2>/dev/null) || return 1
   [[ $pid =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "munged.*$munge_socket" || return 1
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "munged.*$munge_socket" || return 1
   echo "$pid"
 }
 
