@@ -9,6 +9,7 @@
 #   cluster.sh set-plugstack "k=v ..."   rewrite plugstack.conf; applies to the next step
 #   cluster.sh install-plugin PATH       replace the plugin; applies to the next step
 #   cluster.sh check                     exit 77 naming what is missing to run a cluster
+#   cluster.sh logs                      the last lines of every daemon log
 #
 # Hosts: ddp-login (10.77.0.10, runs slurmctld and every `run` command) and node01..node03
 # (10.77.0.11-13, one slurmd each), joined by a bridge that lives in a namespace of its own, so
