@@ -1,0 +1,224 @@
+#!/usr/bin/env bats
+# --ddp on a real Slurm: values in every task, step scope, layouts, modes, refusals, ports, and
+# a real torch.distributed rendezvous. The cluster (node01..node03, 10.77.0.11-13) is started
+# by the cluster_up ctest fixture with the freshly built plugin.
+
+load lib
+
+# The variables each mode exports, in the order the tests print them.
+TASK_VARS='$SLURM_PROCID $(hostname) $MASTER_ADDR $MASTER_PORT $WORLD_SIZE $RANK $LOCAL_RANK $LOCAL_WORLD_SIZE $NODE_RANK $GROUP_RANK $NNODES'
+
+setup() {
+  skip_unless_cluster
+  "$CLUSTER" set-plugstack ""
+}
+
+# Prints one line per task, sorted by global task id.
+task_table() {
+  "$CLUSTER" run srun "$@" bash -c "echo $TASK_VARS" | sort -n
+}
+
+@test "3 nodes x 2 tasks: every variable, in every task" {
+  run task_table -N3 --ntasks-per-node=2 --ddp
+  [ "$status" -eq 0 ]
+  [ "${#lines[@]}" -eq 6 ]
+  port=$(awk '{print $4}' <<<"$output" | sort -u)
+  [ "$(wc -l <<<"$port")" -eq 1 ]                 # one port, agreed by all tasks
+  [ "$port" -ge 20000 ] && [ "$port" -le 30999 ]   # default window, below the ephemeral range
+  expected="0 node01 10.77.0.11 $port 6 0 0 2 0 0 3
+1 node01 10.77.0.11 $port 6 1 1 2 0 0 3
+2 node02 10.77.0.11 $port 6 2 0 2 1 1 3
+3 node02 10.77.0.11 $port 6 3 1 2 1 1 3
+4 node03 10.77.0.11 $port 6 4 0 2 2 2 3
+5 node03 10.77.0.11 $port 6 5 1 2 2 2 3"
+  diff <(echo "$expected") <(echo "$output")
+}
+
+@test "without --ddp no DDP variable is set" {
+  run "$CLUSTER" run srun -N3 -n3 bash -c \
+    'env | grep -cE "^(MASTER_ADDR|MASTER_PORT|WORLD_SIZE|RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|NNODES|NPROC_PER_NODE|PET_[A-Z_]+)=" || true'
+  [ "$status" -eq 0 ]
+  [ "$output" = $'0\n0\n0' ]
+}
+
+@test "uneven layout: -n5 on 3 nodes gives each node its own LOCAL_WORLD_SIZE" {
+  run task_table -N3 -n5 --ddp
+  [ "$status" -eq 0 ]
+  diff <(printf '%s\n' 0:node01:2:0 1:node01:2:1 2:node02:2:0 3:node02:2:1 4:node03:1:0) \
+       <(awk '{print $1 ":" $2 ":" $8 ":" $7}' <<<"$output")
+  [ "$(awk '{print $5}' <<<"$output" | sort -u)" = 5 ]
+}
+
+@test "step scope: a step on 2 of the job's 3 nodes gets those nodes' head and counts" {
+  run "$CLUSTER" run salloc -N3 srun -N2 -r1 --ntasks-per-node=1 --ddp bash -c "echo $TASK_VARS"
+  [ "$status" -eq 0 ]
+  out=$(grep -E '^[0-9]+ node' <<<"$output" | sort -n)
+  port=$(awk 'NR==1{print $4}' <<<"$out")
+  diff <(printf '%s\n' "0 node02 10.77.0.12 $port 2 0 0 1 0 0 2" "1 node03 10.77.0.12 $port 2 1 0 1 1 1 2") \
+       <(echo "$out")
+}
+
+@test "#SBATCH --ddp reaches every srun step, never the batch shell" {
+  dir=$(mktemp -d /tmp/ddp-sbatch.XXXXXX)
+  cat >"$dir/job.sh" <<EOS
+#!/bin/bash
+#SBATCH -N3 --ntasks-per-node=2 --ddp
+#SBATCH --output=$dir/out
+echo "batch MASTER_ADDR=\${MASTER_ADDR:-unset} RANK=\${RANK:-unset}"
+srun bash -c 'echo "task \$RANK/\$WORLD_SIZE on \$(hostname) master \$MASTER_ADDR"'
+EOS
+  jobid=$("$CLUSTER" run sbatch --parsable "$dir/job.sh")
+  wait_job "$jobid" 120
+  run cat "$dir/out"
+  grep -qx 'batch MASTER_ADDR=unset RANK=unset' "$dir/out"
+  [ "$(grep -c '^task .*/6 on node0[1-3] master 10.77.0.11$' "$dir/out")" -eq 6 ]
+  [ "$(grep '^task ' "$dir/out" | awk '{print $2}' | sort -n | tr '\n' ' ')" = "0/6 1/6 2/6 3/6 4/6 5/6 " ]
+  rm -rf "$dir"
+}
+
+@test "torchrun mode: one launcher per node with torchrun's own variables" {
+  run "$CLUSTER" run srun -N3 --ntasks-per-node=1 --ddp=torchrun bash -c \
+    'echo $(hostname) $MASTER_ADDR $NNODES $NODE_RANK $GROUP_RANK $NPROC_PER_NODE $WORLD_SIZE $PET_NNODES $PET_NODE_RANK $PET_NPROC_PER_NODE $PET_MASTER_ADDR $PET_MASTER_PORT ${RANK:-norank} $MASTER_PORT'
+  [ "$status" -eq 0 ]
+  out=$(sort <<<"$output")
+  port=$(awk 'NR==1{print $NF}' <<<"$out")
+  diff <(printf '%s\n' "node01 10.77.0.11 3 0 0 1 3 3 0 1 10.77.0.11 $port norank $port" \
+                       "node02 10.77.0.11 3 1 1 1 3 3 1 1 10.77.0.11 $port norank $port" \
+                       "node03 10.77.0.11 3 2 2 1 3 3 2 1 10.77.0.11 $port norank $port") \
+       <(echo "$out")
+}
+
+@test "torchrun mode: NPROC_PER_NODE follows DDP_NPROC_PER_NODE and SLURM_GPUS_ON_NODE" {
+  run "$CLUSTER" run env DDP_NPROC_PER_NODE=4 srun -N2 --ntasks-per-node=1 --ddp=torchrun \
+    bash -c 'echo $NPROC_PER_NODE $PET_NPROC_PER_NODE $WORLD_SIZE'
+  [ "$status" -eq 0 ]
+  [ "$output" = $'4 4 8\n4 4 8' ]
+}
+
+@test "torchrun mode refuses more than one task per node before anything runs" {
+  run "$CLUSTER" run srun -N3 -n6 --ddp=torchrun bash -c 'echo RAN'
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"--ddp=torchrun starts one torchrun launcher per node"* ]]
+  [[ "$output" == *"--ntasks-per-node=1"* ]]
+  [[ "$output" != *RAN* ]]
+}
+
+@test "an unknown mode is refused by srun and sbatch, naming --ddp and the valid modes" {
+  run "$CLUSTER" run srun -N1 --ddp=foo bash -c 'echo RAN'
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"--ddp=foo: unknown mode (valid: tasks, torchrun)"* ]]
+  [[ "$output" != *RAN* ]]
+  run "$CLUSTER" run sbatch --ddp=bar --wrap true
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"--ddp=bar: unknown mode (valid: tasks, torchrun)"* ]]
+  [[ "$output" != *"Submitted batch job"* ]]
+}
+
+@test "an unknown plugstack.conf key stops the plugin and names the key" {
+  "$CLUSTER" set-plugstack "port_range=20000-30999 colour=blue"
+  run "$CLUSTER" run srun -N1 bash -c 'echo RAN'
+  "$CLUSTER" set-plugstack ""
+  [ "$status" -ne 0 ]
+  [[ "$output" == *'"colour"'* ]]
+  [[ "$output" != *RAN* ]]
+}
+
+@test "a bad plugstack.conf value names the key and the value" {
+  "$CLUSTER" set-plugstack "port_range=40000-30000"
+  run "$CLUSTER" run srun -N1 bash -c 'echo RAN'
+  "$CLUSTER" set-plugstack ""
+  [ "$status" -ne 0 ]
+  [[ "$output" == *port_range* ]]
+  [[ "$output" == *40000-30000* ]]
+}
+
+@test "concurrent steps of one job get distinct ports, without and with reserved ports" {
+  # On Slurm 22.05 with MpiParams=ports a bare --resv-ports reserves nothing (the derived port
+  # is used), and --resv-ports=1 reserves one port per step (SLURM_STEP_RESV_PORTS is used).
+  for resv in "--resv-ports" "--resv-ports=1"; do
+    run "$CLUSTER" run salloc -N3 bash -c "
+      for i in 1 2 3 4; do srun -N3 --ntasks-per-node=1 --overlap $resv --ddp bash -c 'echo \$SLURM_STEP_ID \$MASTER_PORT' & done; wait"
+    [ "$status" -eq 0 ]
+    steps=$(grep -E '^[0-9]+ [0-9]+$' <<<"$output" | sort -u)
+    [ "$(wc -l <<<"$steps")" -eq 4 ]                          # each step: one port on all nodes
+    [ "$(awk '{print $2}' <<<"$steps" | sort -u | wc -l)" -eq 4 ]  # and no two steps share one
+    if [ "$resv" = --resv-ports=1 ]; then
+      awk '{ if ($2 < 12000 || $2 > 12999) exit 1 }' <<<"$steps"
+    else
+      awk '{ if ($2 < 20000 || $2 > 30999) exit 1 }' <<<"$steps"
+    fi
+  done
+}
+
+@test "steps of different jobs running at once get distinct ports" {
+  dir=$(mktemp -d /tmp/ddp-ports.XXXXXX)
+  for j in 1 2 3; do
+    "$CLUSTER" run sbatch --parsable -N3 --ntasks-per-node=1 --output="$dir/$j" \
+      --wrap "srun --ddp bash -c 'echo \$MASTER_PORT; sleep 2'" >"$dir/id$j"
+  done
+  for j in 1 2 3; do wait_job "$(cat "$dir/id$j")" 120; done
+  for j in 1 2 3; do [ "$(sort -u "$dir/$j" | wc -l)" -eq 1 ]; done
+  [ "$(cat "$dir"/1 "$dir"/2 "$dir"/3 | sort -u | wc -l)" -eq 3 ]
+  rm -rf "$dir"
+}
+
+@test "DDP_MASTER_PORT overrides the port" {
+  run "$CLUSTER" run env DDP_MASTER_PORT=23456 srun -N3 --ddp bash -c 'echo $MASTER_PORT'
+  [ "$status" -eq 0 ]
+  [ "$output" = $'23456\n23456\n23456' ]
+}
+
+@test "host_suffix is applied before resolving, and an unresolvable head fails clearly" {
+  "$CLUSTER" set-plugstack "host_suffix=-nosuchnet"
+  run "$CLUSTER" run srun -N2 --ddp bash -c 'echo RAN'
+  "$CLUSTER" set-plugstack ""
+  [ "$status" -ne 0 ]
+  [[ "$output" == *'node01-nosuchnet'* ]]
+  [[ "$output" != *RAN* ]]
+}
+
+@test "addr=hostname exports the head node's name" {
+  "$CLUSTER" set-plugstack "addr=hostname"
+  run "$CLUSTER" run srun -N3 --ddp bash -c 'echo $MASTER_ADDR'
+  "$CLUSTER" set-plugstack ""
+  [ "$status" -eq 0 ]
+  [ "$output" = $'node01\nnode01\nnode01' ]
+}
+
+@test "networks= that matches none of the head's addresses is refused with what it resolved to" {
+  "$CLUSTER" set-plugstack "networks=192.0.2.0/24"
+  run "$CLUSTER" run srun -N2 --ddp bash -c 'echo RAN'
+  "$CLUSTER" set-plugstack ""
+  [ "$status" -ne 0 ]
+  [[ "$output" == *'10.77.0.11'* ]]
+  [[ "$output" != *RAN* ]]
+}
+
+@test "site env_file: applied to --ddp tasks, the user's own value wins" {
+  envfile=$(mktemp /tmp/ddp-env.XXXXXX)
+  printf '# site NCCL settings\nNCCL_DEBUG=WARN\nexport NCCL_SOCKET_IFNAME==eth0\n' >"$envfile"
+  "$CLUSTER" set-plugstack "env_file=$envfile"
+  run "$CLUSTER" run env NCCL_DEBUG=INFO srun -N1 --ddp bash -c 'echo $NCCL_DEBUG $NCCL_SOCKET_IFNAME'
+  run2=$("$CLUSTER" run srun -N1 bash -c 'echo ${NCCL_SOCKET_IFNAME:-unset}')
+  "$CLUSTER" set-plugstack ""
+  rm -f "$envfile"
+  [ "$status" -eq 0 ]
+  [ "$output" = "INFO =eth0" ]
+  [ "$run2" = unset ]
+}
+
+@test "gloo all-reduce across 3 nodes x 2 tasks in tasks mode" {
+  run "$CLUSTER" run srun -N3 --ntasks-per-node=2 --ddp /usr/bin/python3 "$REPO/contrib/examples/allreduce.py"
+  [ "$status" -eq 0 ]
+  [ "$(grep -c 'world=6 .*allreduce_sum=15 expected=15' <<<"$output")" -eq 6 ]
+  [ "$(grep -o 'rank=[0-9]*' <<<"$output" | sort -u | wc -l)" -eq 6 ]
+}
+
+@test "gloo all-reduce through a bare torchrun in torchrun mode" {
+  # PET_REDIRECTS/PET_TEE work around Debian's torch 1.13 on Python 3.11, where torchrun's
+  # default Std.from_str() returns None; they are torchrun's own environment fallbacks.
+  run "$CLUSTER" run env DDP_NPROC_PER_NODE=2 PET_REDIRECTS=1 PET_TEE=1 \
+    srun -N3 --ntasks-per-node=1 --ddp=torchrun torchrun "$REPO/contrib/examples/allreduce.py"
+  [ "$status" -eq 0 ]
+  [ "$(grep -c 'world=6 .*allreduce_sum=15 expected=15' <<<"$output")" -eq 6 ]
+}
