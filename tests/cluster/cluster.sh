@@ -15,14 +15,22 @@
 # (10.77.0.11-13, one slurmd each), joined by a bridge that lives in a namespace of its own, so
 # the root namespace's network is never touched. One munged in the root namespace serves all
 # of them through its socket path. State, configuration and logs: ${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}.
-# Root only; one cluster per machine (the namespace names and the subnet are fixed).
+# Root only. DDP_CLUSTER_ID=N (0-9, default 0) runs cluster N beside the others: namespaces
+# ddpcN-*, subnet 10.77.N.0/24, state /tmp/ddp-cluster-N (cluster 0 keeps the names above).
 set -euo pipefail
 
-readonly k_state=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}
+readonly k_id=${DDP_CLUSTER_ID:-0}
+[[ $k_id =~ ^[0-9]$ ]] || { echo "cluster.sh: error: DDP_CLUSTER_ID=$k_id: expected 0-9" >&2; exit 2; }
+if ((k_id == 0)); then
+  readonly k_state=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}
+  readonly k_ns_prefix=ddpc-
+else
+  readonly k_state=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster-$k_id}
+  readonly k_ns_prefix=ddpc$k_id-
+fi
 readonly k_skip=77                   # ctest SKIP_RETURN_CODE: a prerequisite is missing
-readonly k_ns_prefix=ddpc-
 readonly k_bridge_ns=${k_ns_prefix}br
-readonly k_subnet_prefix=10.77.0
+readonly k_subnet_prefix=10.77.$k_id
 readonly k_login=ddp-login
 readonly k_login_ip=${k_subnet_prefix}.10
 readonly k_nodes=(node01 node02 node03)

@@ -13,7 +13,15 @@
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CLUSTER=$REPO/tests/cluster/cluster.sh
-export DDP_CLUSTER_DIR=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}
+# DDP_CLUSTER_ID selects one of several clusters side by side (cluster.sh); SUBNET is its
+# 10.77.N prefix, so node0K has address $SUBNET.1K.
+export DDP_CLUSTER_ID=${DDP_CLUSTER_ID:-0}
+if ((DDP_CLUSTER_ID == 0)); then
+  export DDP_CLUSTER_DIR=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}
+else
+  export DDP_CLUSTER_DIR=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster-$DDP_CLUSTER_ID}
+fi
+SUBNET=10.77.$DDP_CLUSTER_ID
 # Seconds one cluster command may take before it is stopped (a job that can never start would
 # otherwise wait for resources until ctest's own timeout, with no hint of why).
 : "${CL_TIMEOUT:=120}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # --ddp on a real Slurm: values in every task, step scope, layouts, modes, refusals, ports, and
-# a real torch.distributed rendezvous. The cluster (node01..node03, 10.77.0.11-13) is started
+# a real torch.distributed rendezvous. The cluster (node01..node03, 10.77.N.11-13) is started
 # by the cluster_up ctest fixture with the freshly built plugin.
 
 load lib
@@ -25,12 +25,12 @@ task_table() {
   port=$(awk '{print $4}' <<<"$output" | sort -u)
   [ "$(wc -l <<<"$port")" -eq 1 ]                 # one port, agreed by all tasks
   [ "$port" -ge 20000 ] && [ "$port" -le 30999 ]   # default window, below the ephemeral range
-  expected="0 node01 10.77.0.11 $port 6 0 0 2 0 0 3
-1 node01 10.77.0.11 $port 6 1 1 2 0 0 3
-2 node02 10.77.0.11 $port 6 2 0 2 1 1 3
-3 node02 10.77.0.11 $port 6 3 1 2 1 1 3
-4 node03 10.77.0.11 $port 6 4 0 2 2 2 3
-5 node03 10.77.0.11 $port 6 5 1 2 2 2 3"
+  expected="0 node01 $SUBNET.11 $port 6 0 0 2 0 0 3
+1 node01 $SUBNET.11 $port 6 1 1 2 0 0 3
+2 node02 $SUBNET.11 $port 6 2 0 2 1 1 3
+3 node02 $SUBNET.11 $port 6 3 1 2 1 1 3
+4 node03 $SUBNET.11 $port 6 4 0 2 2 2 3
+5 node03 $SUBNET.11 $port 6 5 1 2 2 2 3"
   diff <(echo "$expected") <(echo "$output")
 }
 
@@ -54,7 +54,7 @@ task_table() {
   [ "$status" -eq 0 ]
   out=$(grep -E '^[0-9]+ node' <<<"$output" | sort -n)
   port=$(awk 'NR==1{print $4}' <<<"$out")
-  diff <(printf '%s\n' "0 node02 10.77.0.12 $port 2 0 0 1 0 0 2" "1 node03 10.77.0.12 $port 2 1 0 1 1 1 2") \
+  diff <(printf '%s\n' "0 node02 $SUBNET.12 $port 2 0 0 1 0 0 2" "1 node03 $SUBNET.12 $port 2 1 0 1 1 1 2") \
        <(echo "$out")
 }
 
@@ -71,7 +71,7 @@ EOS
   wait_job "$jobid" 120
   run cat "$dir/out"
   grep -qx 'batch MASTER_ADDR=unset RANK=unset' "$dir/out"
-  [ "$(grep -c '^task .*/6 on node0[1-3] master 10.77.0.11$' "$dir/out")" -eq 6 ]
+  [ "$(grep -c "^task .*/6 on node0[1-3] master $SUBNET.11\$" "$dir/out")" -eq 6 ]
   [ "$(grep '^task ' "$dir/out" | awk '{print $2}' | sort -n | tr '\n' ' ')" = "0/6 1/6 2/6 3/6 4/6 5/6 " ]
   rm -rf "$dir"
 }
@@ -82,9 +82,9 @@ EOS
   [ "$status" -eq 0 ]
   out=$(sort <<<"$output")
   port=$(awk 'NR==1{print $NF}' <<<"$out")
-  diff <(printf '%s\n' "node01 10.77.0.11 3 0 0 1 3 3 0 1 10.77.0.11 $port norank $port" \
-                       "node02 10.77.0.11 3 1 1 1 3 3 1 1 10.77.0.11 $port norank $port" \
-                       "node03 10.77.0.11 3 2 2 1 3 3 2 1 10.77.0.11 $port norank $port") \
+  diff <(printf '%s\n' "node01 $SUBNET.11 3 0 0 1 3 3 0 1 $SUBNET.11 $port norank $port" \
+                       "node02 $SUBNET.11 3 1 1 1 3 3 1 1 $SUBNET.11 $port norank $port" \
+                       "node03 $SUBNET.11 3 2 2 1 3 3 2 1 $SUBNET.11 $port norank $port") \
        <(echo "$out")
 }
 
@@ -190,7 +190,7 @@ EOS
   run "$CLUSTER" run srun -N2 --ddp bash -c 'echo RAN'
   "$CLUSTER" set-plugstack ""
   [ "$status" -ne 0 ]
-  [[ "$output" == *'10.77.0.11'* ]]
+  [[ "$output" == *"$SUBNET.11"* ]]
   [[ "$output" != *RAN* ]]
 }
 

@@ -31,13 +31,13 @@ setup() {
   run --separate-stderr cl_srun -N3 bash -c \
     'echo $(hostname) $(ip -4 -o addr show dev eth0 | awk "{print \$4}")'
   [ "$status" -eq 0 ]
-  diff <(printf '%s\n' "node01 10.77.0.11/24" "node02 10.77.0.12/24" "node03 10.77.0.13/24") \
+  diff <(printf '%s\n' "node01 $SUBNET.11/24" "node02 $SUBNET.12/24" "node03 $SUBNET.13/24") \
     <(sort <<<"$output")
   run --separate-stderr cl_srun -N3 getent ahostsv4 node02
   [ "$status" -eq 0 ]
-  [ "$(awk '{print $1}' <<<"$output" | sort -u)" = 10.77.0.12 ]
+  [ "$(awk '{print $1}' <<<"$output" | sort -u)" = $SUBNET.12 ]
   run --separate-stderr cl bash -c 'echo $(hostname) $(getent hosts node01 node03 | awk "{print \$1}" | xargs)'
-  [ "$output" = "ddp-login 10.77.0.11 10.77.0.13" ]
+  [ "$output" = "ddp-login $SUBNET.11 $SUBNET.13" ]
 }
 
 @test "a name outside the cluster's hosts file does not resolve" {
@@ -100,7 +100,7 @@ d.all_reduce(t)
 print(d.get_rank(), d.get_world_size(), socket.gethostname(), os.environ[\"MASTER_ADDR\"], int(t.item()))
 d.destroy_process_group()"'
   [ "$status" -eq 0 ]
-  diff <(printf '%s\n' "0 3 node01 10.77.0.11 6" "1 3 node02 10.77.0.11 6" "2 3 node03 10.77.0.11 6") \
+  diff <(printf '%s\n' "0 3 node01 $SUBNET.11 6" "1 3 node02 $SUBNET.11 6" "2 3 node03 $SUBNET.11 6") \
     <(sort -n <<<"$output")
 }
 
