@@ -3,14 +3,18 @@
 # validate, render, exit) against `python3 -c pass`, the floor of any Python-based generator
 # (submitit, torchx). Runs are interleaved so both see the same machine load; prints medians
 # and their ratio (target <= 0.25).
-# Usage: gen/bench/bench_render.sh [DDPGEN] [RUNS]   (default: build-gen/gen/ddpgen, 200)
+# Python is Debian's /usr/bin/python3 itself: a python3 found on PATH may be a wrapper script
+# (pyenv's shim), slower than Python and so flattering to the ratio.
+# Usage: gen/bench/bench_render.sh [DDPGEN] [RUNS]   (default: build/gen/ddpgen, 200)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-ddpgen=${1:-$root/build-gen/gen/ddpgen}
+ddpgen=${1:-$root/build/gen/ddpgen}
+python=${DDP_BENCH_PYTHON:-/usr/bin/python3}
 runs=${2:-200}
 case_dir=$root/tests/golden/puhti-torchrun
 [[ -x $ddpgen ]] || { echo "no ddpgen at $ddpgen (build it, or pass its path)" >&2; exit 2; }
-command -v python3 > /dev/null || { echo "python3 is needed for the comparison" >&2; exit 2; }
+ddpgen=$(realpath "$ddpgen")   # the loop runs in the case directory
+[[ -x $python ]] || { echo "no Python at $python (set DDP_BENCH_PYTHON)" >&2; exit 2; }
 
 now_ns() { date +%s%N; }
 a=() b=()
@@ -19,7 +23,7 @@ for ((i = 0; i < runs; i++)); do
   t0=$(now_ns)
   "$ddpgen" --profile puhti job.yaml > /dev/null 2>&1
   t1=$(now_ns)
-  python3 -c pass
+  "$python" -c pass
   t2=$(now_ns)
   a+=($((t1 - t0)))
   b+=($((t2 - t1)))

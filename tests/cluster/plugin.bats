@@ -162,6 +162,13 @@ EOS
   rm -rf "$dir"
 }
 
+@test "a heterogeneous step is refused with a message, never given wrong values" {
+  run "$CLUSTER" run srun -N1 --ddp bash -c 'echo RAN $RANK' : -N1 --ddp bash -c 'echo RAN $RANK'
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"heterogeneous steps are not supported by --ddp (SLURM_HET_SIZE=2)"* ]]
+  [[ "$output" != *RAN* ]]
+}
+
 @test "DDP_MASTER_PORT overrides the port" {
   run "$CLUSTER" run env DDP_MASTER_PORT=23456 srun -N3 --ddp bash -c 'echo $MASTER_PORT'
   [ "$status" -eq 0 ]
