@@ -20,6 +20,8 @@ struct PluginState {
   std::optional<std::string> failure;  // found in user_init, reported from task_init
   StepPlan plan;                       // computed once per node in user_init
   EnvList site_env;                    // from config.env_file
+  EnvList socket_env;                  // socket_ifname=auto: NCCL/GLOO_SOCKET_IFNAME of this node
+  unsigned step_cpus = 0;              // CPUs of slurmstepd's affinity mask (the step's), 0 unknown
 };
 
 // The state of this process; one instance, owned by plugin.cpp.

@@ -13,6 +13,7 @@
 #include "hostlist.hpp"
 #include "plugin_state.hpp"
 #include "system.hpp"
+#include "tuning.hpp"
 
 namespace ddp {
 namespace {
@@ -113,6 +114,32 @@ Result<void> check_rank0_node(const StepPlan& plan, const Config& config) {
   return {};
 }
 
+// socket_ifname=auto: the interface this node's route to MASTER_ADDR leaves through. On the
+// rank-0 node MASTER_ADDR is local, and the kernel's answer is the interface that holds it.
+Result<EnvList> socket_ifname_env(const StepPlan& plan) {
+  IpAddress destination;
+  if (auto literal = IpAddress::parse(plan.master_addr)) {
+    destination = *literal;
+  } else {
+    // addr=hostname: the first non-loopback address, the one a TCP client would try first.
+    auto resolved = sys::resolve_host(plan.master_addr);
+    if (!resolved) return fail("socket_ifname=auto: " + resolved.error().message);
+    if (resolved->empty()) return fail("socket_ifname=auto: " + plan.master_addr + " has no address");
+    auto usable = std::find_if(resolved->begin(), resolved->end(),
+                               [](const IpAddress& a) { return !a.is_loopback(); });
+    destination = usable != resolved->end() ? *usable : resolved->front();
+  }
+  auto source = sys::route_source(destination);
+  if (!source) {
+    return fail("socket_ifname=auto: MASTER_ADDR=" + plan.master_addr + ": " +
+                source.error().message + " from this node; check its routes to the head node");
+  }
+  const std::vector<InterfaceAddress> interfaces = sys::interface_addresses();
+  auto name = interface_for_route(*source, interfaces, plan.master_addr);
+  if (!name) return fail(name.error().message);
+  return socket_ifname_environment(*name);
+}
+
 Result<StepPlan> plan_this_node(spank_t sp, const Config& config, Mode mode) {
   auto job_id = item<std::uint32_t>(sp, S_JOB_ID, "the job id");
   auto step_id = item<std::uint32_t>(sp, S_JOB_STEPID, "the step id");
@@ -155,6 +182,11 @@ Result<StepPlan> plan_this_node(spank_t sp, const Config& config, Mode mode) {
   in.nproc_override = view(nproc);
   in.gpus_on_node = view(gpus);
   in.cuda_visible = view(cuda);
+  // Only when nothing else says how many workers to start: reading the driver's list is cheap,
+  // but no step should pay for what it does not use. hwloc is not used here on purpose: it
+  // loads plugins (CUDA, NVML, OpenCL) into slurmstepd and takes hundreds of milliseconds.
+  if (mode == Mode::torchrun && (!nproc || nproc->empty()) && !gpus && !cuda)
+    in.gpus_detected = sys::nvidia_gpus();
   return plan_step(in, *address, config.port_range);
 }
 
@@ -189,6 +221,12 @@ int remote_user_init(spank_t sp) {
     auto plan = plan_this_node(sp, config, state.mode);
     if (!plan) return fail(plan.error().message);
     state.plan = std::move(*plan);
+    if (config.omp_num_threads) state.step_cpus = sys::affinity_cpus();
+    if (config.socket_ifname) {
+      auto env = socket_ifname_env(state.plan);
+      if (!env) return fail(env.error().message);
+      state.socket_env = std::move(*env);
+    }
     if (state.plan.node_rank == 0) return check_rank0_node(state.plan, config);
     return {};
   };
@@ -235,6 +273,34 @@ int remote_task_init(spank_t sp) {
     if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS) {
       report_error("cannot set " + name + " from env_file");
       return -1;
+    }
+  }
+  // Derived values never replace a value the user or env_file set.
+  for (const auto& [name, value] : state.socket_env) {
+    spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), 0);
+    if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS) {
+      report_error("cannot set " + name + " (socket_ifname=auto)");
+      return -1;
+    }
+  }
+  if (state.config.omp_num_threads) {
+    auto current = job_env(sp, "OMP_NUM_THREADS");
+    auto cpus_per_task = job_env(sp, "SLURM_CPUS_PER_TASK");
+    auto cpus_on_node = job_env(sp, "SLURM_CPUS_ON_NODE");
+    OmpInputs omp;
+    omp.current = view(current);
+    omp.cpus_per_task = view(cpus_per_task);
+    omp.cpus_on_node = view(cpus_on_node);
+    omp.task_cpus = sys::affinity_cpus();  // task_init runs in the task's own process
+    omp.step_cpus = state.step_cpus;
+    omp.local_ntasks = state.plan.local_ntasks;
+    omp.workers_per_task = state.plan.mode == Mode::torchrun ? state.plan.nproc_per_node : 1;
+    if (auto threads = omp_num_threads(omp)) {
+      spank_err_t rc = spank_setenv(sp, "OMP_NUM_THREADS", threads->c_str(), 0);
+      if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS) {
+        report_error("cannot set OMP_NUM_THREADS");
+        return -1;
+      }
     }
   }
   return 0;

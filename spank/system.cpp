@@ -1,9 +1,11 @@
 #include "system.hpp"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -117,6 +119,77 @@ std::optional<PortRange> ephemeral_range() {
   auto range = parse_ephemeral_range(*text);
   if (!range) return std::nullopt;
   return *range;
+}
+
+std::vector<InterfaceAddress> interface_addresses() {
+  std::vector<InterfaceAddress> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (const ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
+    if (ifa->ifa_name == nullptr) continue;
+    if (auto address = from_sockaddr(ifa->ifa_addr)) out.push_back({ifa->ifa_name, *address});
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+Result<IpAddress> route_source(const IpAddress& destination) {
+  const bool v6 = destination.family == Family::ipv6;
+  FdCloser sock{::socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+  if (sock.fd < 0) return fail(std::string("socket(): ") + std::strerror(errno));
+  // Port 9 (discard): any port does; connect() on a UDP socket sends nothing.
+  sockaddr_storage target{};
+  socklen_t target_len = 0;
+  if (v6) {
+    auto* sa = reinterpret_cast<sockaddr_in6*>(&target);
+    sa->sin6_family = AF_INET6;
+    sa->sin6_port = htons(9);
+    std::memcpy(&sa->sin6_addr, destination.bytes.data(), 16);
+    target_len = sizeof(sockaddr_in6);
+  } else {
+    auto* sa = reinterpret_cast<sockaddr_in*>(&target);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons(9);
+    std::memcpy(&sa->sin_addr, destination.bytes.data(), 4);
+    target_len = sizeof(sockaddr_in);
+  }
+  if (::connect(sock.fd, reinterpret_cast<const sockaddr*>(&target), target_len) != 0) {
+    return fail("no route to " + destination.to_string() + ": " + std::strerror(errno));
+  }
+  sockaddr_storage local{};
+  socklen_t local_len = sizeof local;
+  if (::getsockname(sock.fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) {
+    return fail(std::string("getsockname(): ") + std::strerror(errno));
+  }
+  auto source = from_sockaddr(reinterpret_cast<const sockaddr*>(&local));
+  if (!source) return fail("getsockname() gave no IP address for the route to " +
+                           destination.to_string());
+  return *source;
+}
+
+unsigned affinity_cpus() {
+  // Sized for 8192 CPUs: a fixed cpu_set_t (1024) makes sched_getaffinity fail on larger nodes.
+  constexpr int k_max_cpus = 8192;
+  cpu_set_t* set = CPU_ALLOC(k_max_cpus);
+  if (set == nullptr) return 0;
+  const std::size_t size = CPU_ALLOC_SIZE(k_max_cpus);
+  CPU_ZERO_S(size, set);
+  unsigned count = 0;
+  if (::sched_getaffinity(0, size, set) == 0) count = static_cast<unsigned>(CPU_COUNT_S(size, set));
+  CPU_FREE(set);
+  return count;
+}
+
+std::optional<std::uint32_t> nvidia_gpus() {
+  DIR* dir = ::opendir("/proc/driver/nvidia/gpus");
+  if (dir == nullptr) return std::nullopt;
+  std::uint32_t count = 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    // One directory per GPU, named by its PCI bus id ("0000:07:00.0").
+    if (entry->d_name[0] != '.') ++count;
+  }
+  ::closedir(dir);
+  return count;
 }
 
 }  // namespace ddp::sys

@@ -10,6 +10,7 @@
 #include "address.hpp"
 #include "port.hpp"
 #include "result.hpp"
+#include "tuning.hpp"
 
 namespace ddp::sys {
 
@@ -27,5 +28,19 @@ Result<std::string> read_file(const std::string& path);
 
 // The kernel's ephemeral port range, if /proc tells it.
 std::optional<PortRange> ephemeral_range();
+
+// Every address of every interface, with the interface's name (getifaddrs), loopback included.
+std::vector<InterfaceAddress> interface_addresses();
+
+// The local address the kernel would send from to reach `destination`: a UDP socket is
+// connected (which only consults the routing table; no packet leaves) and asked getsockname().
+Result<IpAddress> route_source(const IpAddress& destination);
+
+// CPUs in the calling thread's affinity mask (sched_getaffinity), 0 if unknown.
+unsigned affinity_cpus();
+
+// NVIDIA GPUs the loaded driver lists (/proc/driver/nvidia/gpus/*), nullopt without the
+// driver. Reads one directory: no library, no device is opened.
+std::optional<std::uint32_t> nvidia_gpus();
 
 }  // namespace ddp::sys

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "tuning.hpp"
+
 namespace ddp::check {
 
 std::string_view kind_name(NetKind kind) {
@@ -40,8 +42,9 @@ NetKind classify_interface(std::string_view name, bool rdma_device) {
   return rdma_device ? NetKind::other : NetKind::ethernet;
 }
 
+// One definition with the plugin's socket_ifname=auto, so the table's advice and the plugin agree.
 std::string exact_ifname(std::string_view name) {
-  return "=" + std::string(name);
+  return ddp::exact_ifname(name);
 }
 
 Result<std::string> choose_socket_ifname(std::span<const NetInterface> interfaces,

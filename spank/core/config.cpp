@@ -14,13 +14,14 @@
 namespace ddp {
 namespace {
 
-constexpr std::array<std::string_view, 11> k_keys{
-    "port_range", "addr",         "host_suffix", "host_domain", "networks",    "family",
-    "env_file",   "env_override", "check_addr",  "check_port",  "default_mode"};
+constexpr std::array<std::string_view, 13> k_keys{
+    "port_range",   "addr",          "host_suffix",    "host_domain", "networks",
+    "family",       "env_file",      "env_override",   "check_addr",  "check_port",
+    "default_mode", "socket_ifname", "omp_num_threads"};
 
 constexpr std::string_view k_valid_keys =
     "port_range, addr, host_suffix, host_domain, networks, family, env_file, env_override, "
-    "check_addr, check_port, default_mode";
+    "check_addr, check_port, default_mode, socket_ifname, omp_num_threads";
 
 std::unexpected<Error> bad_value(std::string_view key, std::string_view value,
                                  std::string_view valid) {
@@ -136,6 +137,11 @@ Result<void> apply(Config& config, std::string_view key, std::string_view value)
     if (value.empty() || !parse_mode(value, "tasks"))
       return bad_value(key, value, "valid: tasks, torchrun");
     config.default_mode = value;
+  } else if (key == "socket_ifname" || key == "omp_num_threads") {
+    // Only "auto" and "no": a literal interface name belongs in env_file, where the admin
+    // writes the exact-match form (=ib0) directly.
+    if (value != "auto" && value != "no") return bad_value(key, value, "valid: auto, no");
+    (key == "socket_ifname" ? config.socket_ifname : config.omp_num_threads) = value == "auto";
   } else {
     auto flag = parse_bool(value);
     if (!flag) return bad_value(key, value, "valid: yes, no, true, false, 1, 0");

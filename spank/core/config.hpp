@@ -21,6 +21,12 @@ struct Config {
   bool check_addr = true;              // check_addr=no: skip the rank-0 own-address check
   bool check_port = true;              // check_port=no: skip the rank-0 test bind
   std::string default_mode = "tasks";  // default_mode=: the mode of a bare --ddp
+  // socket_ifname=auto: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME name (exactly) the interface
+  // that routes to MASTER_ADDR on each node; socket_ifname=no (default) leaves them alone.
+  bool socket_ifname = false;
+  // omp_num_threads=auto (default): OMP_NUM_THREADS from the task's CPUs when the user did not
+  // set it; omp_num_threads=no leaves it alone.
+  bool omp_num_threads = true;
 };
 
 // Parses plugstack.conf arguments ("key=value" each). Strict: an argument without '=', an

@@ -41,7 +41,8 @@ std::unexpected<Error> crowded(std::uint64_t tasks, std::string_view where) {
 }
 
 // Workers per node in torchrun mode: the user's override, else Slurm's GPU count, else the
-// visible CUDA devices, else 1 (a CPU-only run).
+// visible CUDA devices, else (CUDA_VISIBLE_DEVICES unset) the GPUs the driver lists, else 1
+// (a CPU-only run).
 Result<std::uint32_t> nproc_per_node(const NodeInputs& in) {
   if (in.nproc_override && !in.nproc_override->empty()) {
     auto value = text::parse_uint<std::uint32_t>(*in.nproc_override);
@@ -67,6 +68,10 @@ Result<std::uint32_t> nproc_per_node(const NodeInputs& in) {
     }
     if (devices > 0 && devices <= k_max_nproc_per_node) return devices;
   }
+  // An empty CUDA_VISIBLE_DEVICES hides every GPU on purpose: the driver's list does not count.
+  if (!in.cuda_visible && in.gpus_detected && *in.gpus_detected > 0 &&
+      *in.gpus_detected <= k_max_nproc_per_node)
+    return *in.gpus_detected;
   return 1u;
 }
 

@@ -49,6 +49,7 @@ struct NodeInputs {
   std::optional<std::string_view> nproc_override;  // DDP_NPROC_PER_NODE
   std::optional<std::string_view> gpus_on_node;    // SLURM_GPUS_ON_NODE
   std::optional<std::string_view> cuda_visible;    // CUDA_VISIBLE_DEVICES
+  std::optional<std::uint32_t> gpus_detected;      // GPUs the node's driver lists, if looked up
 };
 
 // Validates the inputs and computes the step plan. `master_addr` is the already-resolved

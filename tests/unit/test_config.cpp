@@ -28,13 +28,16 @@ TEST(Config, DefaultsWhenEmpty) {
   EXPECT_TRUE(config->check_addr);
   EXPECT_TRUE(config->check_port);
   EXPECT_EQ(config->default_mode, "tasks");
+  EXPECT_FALSE(config->socket_ifname);
+  EXPECT_TRUE(config->omp_num_threads);
 }
 
 TEST(Config, ParsesEveryKey) {
   auto config = parse({"port_range=40000-40999", "addr=hostname", "host_suffix=-ib",
                        "host_domain=ib.cluster.example", "networks=10.1.0.0/16,fd00::/8",
                        "family=ipv6", "env_file=/etc/slurm/ddp.env", "env_override=yes",
-                       "check_addr=no", "check_port=0", "default_mode=torchrun"});
+                       "check_addr=no", "check_port=0", "default_mode=torchrun",
+                       "socket_ifname=auto", "omp_num_threads=no"});
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->port_range.first, 40000);
   EXPECT_EQ(config->port_range.last, 40999);
@@ -50,6 +53,27 @@ TEST(Config, ParsesEveryKey) {
   EXPECT_FALSE(config->check_addr);
   EXPECT_FALSE(config->check_port);
   EXPECT_EQ(config->default_mode, "torchrun");
+  EXPECT_TRUE(config->socket_ifname);
+  EXPECT_FALSE(config->omp_num_threads);
+}
+
+TEST(Config, AutoKeysTakeAutoOrNo) {
+  struct Case {
+    std::string_view arg;
+    bool socket_ifname;
+    bool omp_num_threads;
+  };
+  const Case cases[] = {{"socket_ifname=auto", true, true},
+                        {"socket_ifname=no", false, true},
+                        {"omp_num_threads=auto", false, true},
+                        {"omp_num_threads=no", false, false}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.arg);
+    auto config = parse({c.arg});
+    ASSERT_TRUE(config) << config.error().message;
+    EXPECT_EQ(config->socket_ifname, c.socket_ifname);
+    EXPECT_EQ(config->omp_num_threads, c.omp_num_threads);
+  }
 }
 
 TEST(Config, BooleansAcceptTheDocumentedSpellings) {
@@ -77,7 +101,7 @@ TEST(Config, RejectsWithAMessageNamingTheCulprit) {
       {{"foo=1"},
        "unknown plugstack.conf argument \"foo\" (valid: port_range, addr, host_suffix, "
        "host_domain, networks, family, env_file, env_override, check_addr, check_port, "
-       "default_mode)"},
+       "default_mode, socket_ifname, omp_num_threads)"},
       {{"port_rang=1-2"},
        "unknown plugstack.conf argument \"port_rang\" (did you mean \"port_range\"?"},
       {{"Family=ipv4"}, "(did you mean \"family\"?"},
@@ -107,6 +131,14 @@ TEST(Config, RejectsWithAMessageNamingTheCulprit) {
       {{"check_port="}, "check_port=\"\": valid"},
       {{"default_mode=mpi"}, "default_mode=\"mpi\": valid: tasks, torchrun"},
       {{"default_mode="}, "default_mode=\"\": valid: tasks, torchrun"},
+      {{"socket_ifname=eth0"}, "plugstack.conf argument socket_ifname=\"eth0\": valid: auto, no"},
+      {{"socket_ifname=yes"}, "socket_ifname=\"yes\": valid: auto, no"},
+      {{"socket_ifname="}, "socket_ifname=\"\": valid: auto, no"},
+      {{"omp_num_threads=4"}, "omp_num_threads=\"4\": valid: auto, no"},
+      {{"socket_ifname=auto", "socket_ifname=no"},
+       "plugstack.conf argument \"socket_ifname\" is given twice"},
+      {{"socket_ifnam=auto"}, "(did you mean \"socket_ifname\"?"},
+      {{"omp_num_thread=auto"}, "(did you mean \"omp_num_threads\"?"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args.empty() ? "" : c.args.front());

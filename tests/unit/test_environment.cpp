@@ -158,9 +158,18 @@ TEST(PlanStep, NprocPerNodeInTorchrunMode) {
     std::optional<std::string_view> gpus;
     std::optional<std::string_view> cuda;
     std::uint32_t nproc;  // 0: error
+    std::optional<std::uint32_t> detected = {};  // the driver's GPU list (plugin looked it up)
   };
   const Case cases[] = {
       {"nothing", {}, {}, {}, 1},
+      {"driver lists 4, Slurm says nothing", {}, {}, {}, 4, 4u},
+      {"driver lists none", {}, {}, {}, 1, 0u},
+      {"Slurm's count wins over the driver", {}, "2", {}, 2, 8u},
+      {"CUDA_VISIBLE_DEVICES wins over the driver", {}, {}, "0,1", 2, 8u},
+      {"empty CUDA_VISIBLE_DEVICES hides the driver's GPUs", {}, {}, "", 1, 8u},
+      {"NoDevFiles hides the driver's GPUs", {}, {}, "NoDevFiles", 1, 8u},
+      {"override wins over the driver", "3", {}, {}, 3, 8u},
+      {"absurd driver count ignored", {}, {}, {}, 1, 100000u},
       {"override wins", "3", "8", "0,1", 3},
       {"empty override is unset", "", "8", {}, 8},
       {"gpus on node", {}, "4", "0,1", 4},
@@ -180,6 +189,7 @@ TEST(PlanStep, NprocPerNodeInTorchrunMode) {
     in.nproc_override = c.override_value;
     in.gpus_on_node = c.gpus;
     in.cuda_visible = c.cuda;
+    in.gpus_detected = c.detected;
     auto plan = plan_step(in, "gpu1", k_window);
     if (c.nproc == 0) {
       ASSERT_FALSE(plan);
