@@ -58,7 +58,12 @@ void report_info(const std::string& message) { slurm_verbose("ddp: %s", message.
 
 int on_ddp_option(const char* value) {
   PluginState& state = plugin_state();
-  auto mode = parse_mode(value ? value : "", state.config.default_mode);
+  // salloc hands a bare --ddp to the srun steps of its allocation through the environment
+  // variable SLURM_SPANK__SLURM_SPANK_OPTION_ddp_ddp, whose value for "no argument" is the text
+  // "(null)" (a NULL formatted with %s; seen on Slurm 22.05). It means "no value".
+  std::string_view given = value ? value : "";
+  if (given == "(null)") given = "";
+  auto mode = parse_mode(given, state.config.default_mode);
   if (!mode) {
     report_error(mode.error().message);
     return -1;

@@ -76,6 +76,15 @@ EOS
   rm -rf "$dir"
 }
 
+@test "salloc --ddp reaches every srun step of the allocation, never its shell" {
+  # shellcheck disable=SC2016  # expanded in the allocation's shell and in the tasks
+  run "$CLUSTER" run salloc -N2 --ddp bash -c \
+    'echo "shell ${MASTER_ADDR:-unset}"; srun --ntasks-per-node=1 bash -c "echo step \$RANK \$WORLD_SIZE \$MASTER_ADDR"'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"shell unset"* ]]
+  diff <(printf '%s\n' "step 0 2 $SUBNET.11" "step 1 2 $SUBNET.11") <(grep '^step ' <<<"$output" | sort)
+}
+
 @test "torchrun mode: one launcher per node with torchrun's own variables" {
   run "$CLUSTER" run srun -N3 --ntasks-per-node=1 --ddp=torchrun bash -c \
     'echo $(hostname) $MASTER_ADDR $NNODES $NODE_RANK $GROUP_RANK $NPROC_PER_NODE $WORLD_SIZE $PET_NNODES $PET_NODE_RANK $PET_NPROC_PER_NODE $PET_MASTER_ADDR $PET_MASTER_PORT ${RANK:-norank} $MASTER_PORT'
