@@ -251,7 +251,9 @@ void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_p
   plan.wrapper_exec = "exec \"$@\"";
   switch (job.launcher) {
     case Launcher::torchrun:
-      cmd.push_back({"torchrun --nproc-per-node=" + nproc, {}});
+      // The underscore spelling: torchrun before PyTorch 2.0 (Debian 12's 1.13) knows no
+      // other, and later releases still accept it.
+      cmd.push_back({"torchrun --nproc_per_node=" + nproc, {}});
       break;
     case Launcher::accelerate:
       // accelerate needs this node's rank on its command line: it must expand in the task.
