@@ -1,0 +1,151 @@
+#!/usr/bin/env bats
+# ddp-check under `srun --ddp` on the real cluster: a healthy step passes with the table it
+# should print, and each injected fault (unreachable MASTER_ADDR, duplicated RANK, missing rank)
+# is named within the bound. Also the plugin's derived tuning variables: socket_ifname=auto
+# (NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME) and OMP_NUM_THREADS.
+#
+# DDP_CHECK_BIN names the ddp-check to run (ctest sets it to the build's binary); the nodes
+# share this machine's file system, so the build tree's path works on every node.
+
+load lib
+
+# Bound given to ddp-check in the fault tests, and what srun may add to start and end a step.
+BOUND=5
+SLACK=4
+
+setup() {
+  skip_unless_cluster
+  "$CLUSTER" set-plugstack ""
+  if [[ -z ${DDP_CHECK_BIN:-} ]]; then
+    DDP_CHECK_BIN=$(command -v ddp-check || true)
+  fi
+  [[ -x ${DDP_CHECK_BIN:-} ]] ||
+    skip "ddp-check not found: set DDP_CHECK_BIN=BUILD/spank/check/ddp-check (ctest sets it)"
+}
+
+# Runs `srun SRUN_ARGS... bash -c "PRELUDE exec ddp-check --timeout $BOUND"` and records its
+# output, status and wall time in $output, $status and $elapsed (seconds, fractional).
+check_step() {
+  local prelude=$1
+  shift
+  local t0
+  t0=$(date +%s.%N)
+  run cl srun "$@" bash -c "$prelude exec $DDP_CHECK_BIN --timeout $BOUND"
+  elapsed=$(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
+  echo "# exit $status after ${elapsed}s (bound ${BOUND}s + ${SLACK}s)"
+}
+
+within_bound() {
+  awk -v e="$elapsed" -v b="$BOUND" -v s="$SLACK" 'BEGIN { exit !(e < b + s) }'
+}
+
+@test "healthy 3 nodes x 2 tasks: ddp-check passes and its table shows 6 ranks on 3 nodes" {
+  run cl srun -N3 --ntasks-per-node=2 --ddp "$DDP_CHECK_BIN"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  port=$(grep -o "reached $SUBNET.11:[0-9]*" <<<"$output" | cut -d: -f2)
+  [ -n "$port" ]
+  expected="NODE  HOST    RANKS  LOCAL RANKS  GPUS  INTERFACE        ADDRESS
+0     node01  0,1    0,1          -     eth0 (ethernet)  $SUBNET.11
+1     node02  2,3    0,1          -     eth0 (ethernet)  $SUBNET.12
+2     node03  4,5    0,1          -     eth0 (ethernet)  $SUBNET.13"
+  diff <(echo "$expected") <(grep -E '^(NODE|[0-9]+ +node)' <<<"$output")
+  [[ "$output" == *'NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME for `auto`: =eth0'* ]]
+  [[ "$output" == *"NCCL phase skipped: "* ]]   # no GPU here: skipped visibly, not failed
+  grep -qE "^ddp-check: OK: 6 ranks on 3 nodes reached $SUBNET\.11:$port in [0-9.]+ s$" <<<"$output"
+  [[ "$output" != *FAIL* ]]
+}
+
+@test "--ddp=torchrun: ddp-check sees 3 node launchers with NPROC_PER_NODE workers each" {
+  run cl env DDP_NPROC_PER_NODE=2 srun -N3 --ntasks-per-node=1 --ddp=torchrun "$DDP_CHECK_BIN"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  expected="NODE  HOST    RANKS  LOCAL RANKS  GPUS  INTERFACE        ADDRESS
+0     node01  0,1    0,1          -     eth0 (ethernet)  $SUBNET.11
+1     node02  2,3    0,1          -     eth0 (ethernet)  $SUBNET.12
+2     node03  4,5    0,1          -     eth0 (ethernet)  $SUBNET.13"
+  diff <(echo "$expected") <(grep -E '^(NODE|[0-9]+ +node)' <<<"$output")
+  [[ "$output" == *"NCCL phase skipped: torchrun mode (a launcher is not a rank)"* ]]
+  grep -qE "^ddp-check: OK: 3 node launchers on 3 nodes reached $SUBNET\.11:[0-9]+ in " <<<"$output"
+}
+
+@test "unreachable MASTER_ADDR: every rank names the address and port, within the bound" {
+  # $SUBNET.99 is on the nodes' network but held by no host: connect() fails with no reply.
+  check_step "MASTER_ADDR=$SUBNET.99" -N3 --ntasks-per-node=2 --ddp
+  echo "$output"
+  [ "$status" -eq 1 ]
+  within_bound
+  [[ "$output" == *"ddp-check: FAULT: rank 0 (node01) cannot reach itself at $SUBNET.99:"* ]]
+  [[ "$output" == *"ddp-check: FAULT: missing RANK 0-5 (WORLD_SIZE=6, 0 distinct arrived): nodes 0-2 sent no rank at all"* ]]
+  for r in 1:node01 2:node02 3:node02 4:node03 5:node03; do
+    grep -qE "^ddp-check: rank ${r%%:*} \(${r#*:}\): FAILED: cannot reach the master at $SUBNET\.99:[0-9]+ \(MASTER_ADDR:MASTER_PORT\) within $BOUND s" <<<"$output"
+  done
+}
+
+@test "duplicated RANK: rank 0 names the duplicate, its hosts, and the rank it displaced" {
+  check_step '[ "$RANK" = 3 ] && export RANK=1;' -N3 --ntasks-per-node=2 --ddp
+  echo "$output"
+  [ "$status" -eq 1 ]
+  within_bound
+  grep -qE '^ddp-check: FAULT: duplicate RANK 1 from node01 \(pid [0-9]+\), node02 \(pid [0-9]+\)$' <<<"$output"
+  grep -qx 'ddp-check: FAULT: missing RANK 3 (WORLD_SIZE=6, 5 distinct arrived)' <<<"$output"
+  grep -qx 'ddp-check: FAILED: 2 faults found by rank 0 (node01)' <<<"$output"
+  # Every other process gets the verdict and says so.
+  [ "$(grep -c 'FAILED (verdict of rank 0): duplicate RANK 1 from node01' <<<"$output")" -eq 5 ]
+}
+
+@test "missing rank: rank 0 names the rank, its node and its local rank, within the bound" {
+  check_step '[ "$RANK" = 4 ] && exit 0;' -N3 --ntasks-per-node=2 --ddp
+  echo "$output"
+  [ "$status" -eq 1 ]
+  within_bound
+  grep -qx 'ddp-check: FAULT: missing RANK 4 (WORLD_SIZE=6, 5 distinct arrived): node 2 (node03) lacks LOCAL_RANK 0 of LOCAL_WORLD_SIZE=2 (RANK 4)' <<<"$output"
+  [ "$(grep -c 'FAILED (verdict of rank 0): missing RANK 4' <<<"$output")" -eq 4 ]
+  grep -qE "^2 +node03 +5 +1 " <<<"$output"   # the table shows what node03 did send
+}
+
+@test "socket_ifname=auto: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are =eth0 in every task" {
+  "$CLUSTER" set-plugstack "socket_ifname=auto"
+  run task_env -N3 --ntasks-per-node=2 --ddp -- hostname NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME
+  auto_status=$status auto_output=$output
+  run cl env NCCL_SOCKET_IFNAME==ib0 srun -N2 --ddp bash -c 'echo $NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME'
+  user_status=$status user_output=$output
+  "$CLUSTER" set-plugstack "socket_ifname=auto addr=hostname"
+  run task_env -N2 --ddp -- MASTER_ADDR NCCL_SOCKET_IFNAME
+  name_status=$status name_output=$output
+  "$CLUSTER" set-plugstack ""
+  run task_env -N2 --ddp -- NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME
+  [ "$auto_status" -eq 0 ]
+  diff <(printf '%s\n' "0 node01 =eth0 =eth0" "1 node01 =eth0 =eth0" "2 node02 =eth0 =eth0" \
+                       "3 node02 =eth0 =eth0" "4 node03 =eth0 =eth0" "5 node03 =eth0 =eth0") \
+       <(echo "$auto_output")
+  [ "$user_status" -eq 0 ]
+  [ "$user_output" = $'=ib0 =eth0\n=ib0 =eth0' ]   # the user's value wins; the other is derived
+  [ "$name_status" -eq 0 ]
+  [ "$name_output" = $'0 node01 =eth0\n1 node01 =eth0' ]
+  [ "$status" -eq 0 ]
+  [ "$output" = $'0 <unset> <unset>\n1 <unset> <unset>' ]   # off unless the site asks
+}
+
+@test "OMP_NUM_THREADS: srun -c, the node's CPUs shared by its tasks, the user's value" {
+  run task_env -N1 -n2 -c2 --ddp -- OMP_NUM_THREADS
+  [ "$status" -eq 0 ]
+  [ "$output" = $'0 2\n1 2' ]
+  run cl env OMP_NUM_THREADS=7 srun -N1 -n1 --ddp bash -c 'echo $OMP_NUM_THREADS'
+  [ "$status" -eq 0 ]
+  [ "$output" = 7 ]
+  # Without -c: the CPUs the step can use on the node (the smaller of its affinity mask and
+  # SLURM_CPUS_ON_NODE), divided among the node's 2 tasks, at least 1.
+  run cl srun -N3 --ntasks-per-node=2 --ddp bash -c \
+    'echo $OMP_NUM_THREADS $SLURM_CPUS_ON_NODE $(env -u OMP_NUM_THREADS nproc)'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${#lines[@]}" -eq 6 ]
+  awk '{ pool = $2 < $3 ? $2 : $3; want = int(pool / 2); if (want < 1) want = 1
+         if ($1 != want) { print "OMP_NUM_THREADS=" $1 ", expected " want; exit 1 } }' <<<"$output"
+  "$CLUSTER" set-plugstack "omp_num_threads=no"
+  run cl srun -N1 -n1 --ddp bash -c 'echo ${OMP_NUM_THREADS:-unset}'
+  "$CLUSTER" set-plugstack ""
+  [ "$status" -eq 0 ]
+  [ "$output" = unset ]
+}
