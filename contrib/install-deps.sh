@@ -18,6 +18,8 @@ readonly k_packages=(
   python3-torch python3-numpy
   # test tools, and what cluster.sh uses: ip netns, nsenter/unshare, mount, pgrep/ps, hostname
   shellcheck bats iproute2 util-linux mount procps hostname coreutils
+  # Lmod, for the site-emulation tests (cluster.sh up --site: sites' module names, stubbed)
+  lmod
 )
 
 die() { printf 'install-deps.sh: error: %s\n' "$*" >&2; exit 1; }

@@ -2,7 +2,8 @@
 # The embedded test cluster: a real Debian Slurm (slurmctld + 3 slurmd, munge) on this one
 # machine, each daemon a host of its own in a network namespace.
 #
-#   cluster.sh up [--plugin PATH/spank_ddp.so] [--plugstack-args "k=v ..."] [--timeout SECS]
+#   cluster.sh up [--site NAME] [--plugin PATH/spank_ddp.so] [--plugstack-args "k=v ..."]
+#                 [--timeout SECS]
 #   cluster.sh down                      stop everything `up` started; safe to run twice
 #   cluster.sh status                    namespaces, daemons, sinfo; exit 1 when not up
 #   cluster.sh run CMD...                run CMD on the login host (srun, sbatch, salloc, ...)
@@ -17,6 +18,15 @@
 # of them through its socket path. State, configuration and logs: ${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}.
 # Root only. DDP_CLUSTER_ID=N (0-9, default 0) runs cluster N beside the others: namespaces
 # ddpcN-*, subnet 10.77.N.0/24, state /tmp/ddp-cluster-N (cluster 0 keeps the names above).
+#
+# --site NAME configures the cluster like a real site, from tests/cluster/sites/NAME/ (data,
+# not code): slurm.conf (that site's select plugin, GRES, nodes with features, partitions and
+# limits; it replaces the plain node and partition lines), gres.conf (GPUs backed by empty
+# files under STATE/dev), optionally job_submit.lua (a site rule such as a required account),
+# modules/ (Lmod modulefiles named like the site's: stubs that point to the local python3) and
+# bin/ (stub container runtimes). `run` then gives commands that site's login environment: bin/
+# first on a plain system PATH, MODULEPATH, and BASH_ENV set to Lmod's init so that batch
+# scripts have `module`. Nothing of it is installed outside STATE. Sites: ls tests/cluster/sites.
 set -euo pipefail
 
 readonly k_id=${DDP_CLUSTER_ID:-0}
@@ -35,6 +45,10 @@ readonly k_login=ddp-login
 readonly k_login_ip=${k_subnet_prefix}.10
 readonly k_nodes=(node01 node02 node03)
 readonly k_node_ips=("$k_subnet_prefix.11" "$k_subnet_prefix.12" "$k_subnet_prefix.13")
+k_sites_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sites
+readonly k_sites_dir
+# Lmod's bash initialisation (Debian package lmod); BASH_ENV makes batch scripts source it.
+readonly k_lmod_init=/usr/share/lmod/lmod/init/bash
 
 etc=$k_state/etc
 log=$k_state/log
@@ -44,6 +58,7 @@ lib=$k_state/lib
 plugin_so=$lib/spank_ddp.so
 conf=$etc/slurm.conf
 munge_socket=$munge_dir/munge.socket.2
+site_dir=$k_state/site            # the emulated site's stubs and modulefiles (up --site)
 
 die() { printf 'cluster.sh: error: %s\n' "$*" >&2; exit 1; }
 say() { printf 'cluster.sh: %s\n' "$*" >&2; }
@@ -124,6 +139,7 @@ cmd_down() {
 }
 
 write_config() {
+  local site=$1
   mkdir -p "$etc" "$log" "$run_dir" "$lib" "$k_state/spool/ctld"
   {
     echo "127.0.0.1 localhost"
@@ -170,11 +186,8 @@ MpiDefault=none
 MpiParams=ports=12000-12999
 SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=2
-# Whole nodes, as on most GPU clusters: the tasks of -N3 -n6 spread 2/2/2 (cons_tres would pack
-# them 4/1/1 onto the first node), and a job owns all CPUs of its nodes, so its steps can run
-# side by side. OverSubscribe=FORCE:4 below lets up to 4 jobs share a node at once.
-SelectType=select/linear
-# The nodes claim more CPUs than this machine has; take the configuration at its word.
+# The nodes claim more CPUs (and memory, and GPUs) than this machine has; take the
+# configuration at its word.
 SlurmdParameters=config_overrides
 MailProg=/bin/true
 # A job that can never run is refused at submission instead of blocking the queue.
@@ -185,9 +198,70 @@ InactiveLimit=0
 KillWait=5
 MinJobAge=600
 Waittime=0
+EOF
+  if [[ -n $site ]]; then
+    install_site "$site"
+    return
+  fi
+  cat >>"$conf" <<EOF
+# Whole nodes, as on most GPU clusters: the tasks of -N3 -n6 spread 2/2/2 (cons_tres would pack
+# them 4/1/1 onto the first node), and a job owns all CPUs of its nodes, so its steps can run
+# side by side. OverSubscribe=FORCE:4 below lets up to 4 jobs share a node at once.
+SelectType=select/linear
 NodeName=node[01-03] NodeAddr=${k_subnet_prefix}.[11-13] CPUs=8 State=UNKNOWN
 PartitionName=debug Nodes=node[01-03] Default=YES MaxTime=INFINITE OverSubscribe=FORCE:4 State=UP
 EOF
+}
+
+# The sites `up --site` knows: the directories of tests/cluster/sites that hold a slurm.conf.
+site_names() {
+  local f
+  for f in "$k_sites_dir"/*/slurm.conf; do
+    [[ -e $f ]] && basename "$(dirname "$f")"
+  done
+  return 0
+}
+
+# Installs site NAME's description into the state directory: its slurm.conf fragment appended to
+# $conf, gres.conf and job_submit.lua beside it (where slurmd and slurmctld look), with @SUBNET@
+# and @STATE@ filled in; an empty file for every GPU device that gres.conf names; its stubs and
+# modulefiles under $site_dir. Links are followed: sites share stubs and modules through them.
+install_site() {
+  local name=$1 src=$k_sites_dir/$1
+  local fill=(-e "s|@SUBNET@|$k_subnet_prefix|g" -e "s|@STATE@|$k_state|g")
+  printf '\n# Site %s, from %s/slurm.conf:\n' "$name" "$src" >>"$conf"
+  sed "${fill[@]}" "$src/slurm.conf" >>"$conf"
+  if [[ -f $src/gres.conf ]]; then sed "${fill[@]}" "$src/gres.conf" >"$etc/gres.conf"; fi
+  if [[ -f $src/job_submit.lua ]]; then cp -L "$src/job_submit.lua" "$etc/job_submit.lua"; fi
+  # File=DIR/nvidia[0-3]: one fake device per GPU. slurmd insists on a character or block
+  # device; these are /dev/null's (1:3) under another name, so that whatever opens one reads
+  # nothing and touches no hardware. With TaskPlugin=task/none nothing constrains them.
+  local spec dir base i
+  while read -r spec; do
+    [[ $spec == "$k_state"/dev/* ]] ||
+      die "site $name: gres.conf File=$spec must lie under @STATE@/dev (no real devices here)"
+    dir=$(dirname "$spec") base=$(basename "$spec")
+    mkdir -p "$dir"
+    if [[ $base =~ ^([^[]*)\[([0-9]+)-([0-9]+)\]$ ]]; then
+      for ((i = BASH_REMATCH[2]; i <= BASH_REMATCH[3]; i++)); do
+        [[ -c $dir/${BASH_REMATCH[1]}$i ]] || mknod -m 666 "$dir/${BASH_REMATCH[1]}$i" c 1 3
+      done
+    else
+      [[ -c $spec ]] || mknod -m 666 "$spec" c 1 3
+    fi
+  done < <(grep -o 'File=[^ ]*' "$etc/gres.conf" 2>/dev/null | cut -d= -f2-)
+  mkdir -p "$site_dir"
+  local part
+  for part in bin modules; do
+    if [[ -e $src/$part ]]; then cp -rL "$src/$part" "$site_dir/$part"; fi
+  done
+  cp -rL "$k_sites_dir/stubs" "$site_dir/stubs"
+  echo "$name" >"$site_dir/name"
+}
+
+# The emulated site's name; nothing for the plain cluster.
+current_site() {
+  cat "$site_dir/name" 2>/dev/null || true
 }
 
 # plugstack.conf from the installed plugin and the saved arguments; replaced by rename because
@@ -296,12 +370,14 @@ wait_for() {
 
 all_nodes_idle() {
   local states
-  states=$(as_host login "$k_login" env SLURM_CONF="$conf" sinfo -h -N -o '%N %T') || return 1
+  # sort -u: sinfo -N lists a node once per partition, and site nodes are in several.
+  states=$(as_host login "$k_login" env SLURM_CONF="$conf" sinfo -h -N -o '%N %T' | sort -u) ||
+    return 1
   [[ $(grep -cE '^node0[1-3] idle$' <<<"$states") -eq ${#k_nodes[@]} ]]
 }
 
 cmd_up() {
-  local plugin="" args="" timeout=90
+  local plugin="" args="" timeout=90 site=""
   while (($#)); do
     case $1 in
       --plugin) plugin=${2:?--plugin needs a path}; shift 2 ;;
@@ -309,21 +385,30 @@ cmd_up() {
       --plugstack-args) args=${2?--plugstack-args needs a value}; shift 2 ;;
       --plugstack-args=*) args=${1#*=}; shift ;;
       --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
-      *) die "up: unknown argument '$1' (valid: --plugin PATH, --plugstack-args \"k=v ...\", --timeout SECS)" ;;
+      --site) site=${2:?--site needs a name}; shift 2 ;;
+      --site=*) site=${1#*=}; shift ;;
+      *) die "up: unknown argument '$1' (valid: --site NAME, --plugin PATH, --plugstack-args \"k=v ...\", --timeout SECS)" ;;
     esac
   done
+  if [[ -n $site && ! -f $k_sites_dir/$site/slurm.conf ]]; then
+    die "up: --site $site: no such site (valid: $(site_names | paste -sd, | sed 's/,/, /g'))"
+  fi
   local why
   why=$(missing_prerequisite)
   if [[ -n $why ]]; then say "skipped: $why"; exit "$k_skip"; fi
+  if [[ -n $site && ! -r $k_lmod_init ]]; then
+    say "skipped: --site needs Lmod ($k_lmod_init not found; install: bash contrib/install-deps.sh)"
+    exit "$k_skip"
+  fi
   [[ -z $plugin || -f $plugin ]] || die "up: --plugin $plugin: no such file (build it first)"
 
   local started=$SECONDS
   cmd_down    # a previous run may have crashed half-way
   # Start from nothing, but remove only what this script creates: DDP_CLUSTER_DIR may be a
   # directory that holds other things.
-  rm -rf "${k_state:?}"/{etc,log,run,munge,lib,spool}
+  rm -rf "${k_state:?}"/{etc,log,run,munge,lib,spool,site,dev}
   mkdir -p "$k_state"
-  write_config
+  write_config "$site"
   printf '%s' "$args" >"$etc/plugstack.args"
   if [[ -n $plugin ]]; then cmd_install_plugin "$plugin"; else write_plugstack; fi
   local node
@@ -340,13 +425,14 @@ cmd_up() {
       slurmd -D -f "$conf" -N "${k_nodes[$i]}"
   done
   wait_for "all 3 nodes idle in sinfo" "$timeout" all_nodes_idle
-  say "up in $((SECONDS - started))s: ${k_nodes[*]} idle; plugin: $(
+  say "up in $((SECONDS - started))s: ${k_nodes[*]} idle; site: ${site:-none (plain)}; plugin: $(
     [[ -e $plugin_so ]] && echo "$plugin_so ${args}" || echo none); state: $k_state"
 }
 
 cmd_status() {
   local ns rc=0
   echo "state: $k_state"
+  echo "site: $(current_site | grep . || echo 'none (plain)')"
   echo "namespaces: $(our_namespaces | tr '\n' ' ')"
   for ns in $(our_namespaces); do
     printf '  %-12s %s\n' "$ns" "$(ip netns pids "$ns" 2>/dev/null | xargs -r ps -o comm= -p | sort | uniq -c | xargs)"
@@ -375,10 +461,27 @@ cmd_run() {
       NPROC_PER_NODE | PET_*) unset_args+=(-u "$var") ;;
     esac
   done
+  # An emulated site's login environment: its stubs first on a plain system PATH (not the
+  # caller's, whose python3 may be a virtualenv without torch), its modulefiles, and Lmod's
+  # `module` in every bash through BASH_ENV, as Lmod's own profile script sets it. sbatch hands
+  # this environment on to the job, as on a real login node.
+  local site_env=() site
+  site=$(current_site)
+  if [[ -n $site ]]; then
+    local path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    [[ -d $site_dir/bin ]] && path=$site_dir/bin:$path
+    site_env=(PATH="$path" DDP_SITE="$site" DDP_SITE_DIR="$site_dir" MODULEPATH="$site_dir/modules"
+              BASH_ENV="$k_lmod_init" LMOD_ALLOW_ROOT_USE=yes)
+    for var in $(compgen -e); do
+      case $var in
+        LOADEDMODULES | _LMFILES_ | _ModuleTable*_ | __LMOD_* | LMOD_* | MODULEPATH_ROOT) unset_args+=(-u "$var") ;;
+      esac
+    done
+  fi
   # exec: a signal for `cluster.sh run` (timeout, Ctrl-C) reaches srun itself, which then
   # cancels its step.
   launcher=(exec)
-  as_host login "$k_login" env "${unset_args[@]}" SLURM_CONF="$conf" "$@"
+  as_host login "$k_login" env "${unset_args[@]}" SLURM_CONF="$conf" "${site_env[@]}" "$@"
 }
 
 main() {

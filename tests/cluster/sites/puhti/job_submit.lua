@@ -1,0 +1,1 @@
+../csc-job_submit.lua
