@@ -108,6 +108,19 @@ def save_atomic(state: dict, path: str) -> None:
         os.close(dir_fd)
 
 
+def remove_stale_temporaries(path: str) -> None:
+    """Removes the temporary files save_atomic leaves when a run is killed mid-save (they are
+    never the checkpoint itself, only disk space)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix = "." + os.path.basename(path) + "."
+    for name in os.listdir(directory):
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except FileNotFoundError:
+                pass
+
+
 def load_checkpoint(path: str):
     """Returns the checkpoint at `path`, or None when there is none yet."""
     if not os.path.exists(path):
@@ -162,6 +175,7 @@ def main(argv=None) -> int:
     if ckpt_path:
         if rank == 0:
             os.makedirs(args.checkpoint_dir, exist_ok=True)
+            remove_stale_temporaries(ckpt_path)
         # Every rank reads the same file (shared file system), so optimizer state matches too.
         state = load_checkpoint(ckpt_path)
         if state is not None:

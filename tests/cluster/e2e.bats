@@ -1,0 +1,304 @@
+#!/usr/bin/env bats
+# End to end on the embedded cluster: a job file from contrib/examples is rendered by ddpgen,
+# submitted with the real sbatch, and trains the autoencoder with DDP on 3 nodes x 2 ranks
+# through srun --ddp. Checks values from the training log and the checkpoint: 6 ranks, the
+# loss going down, identical weights on every rank, a complete checkpoint. Then preemption,
+# by `scontrol requeue` and by the warning signal the script traps, must resume from the last
+# checkpoint without redoing an epoch, in one append-mode log; and a checkpoint must never be
+# half-written, whatever moment its writer is killed.
+#
+# Needs: the cluster (cluster.sh up --plugin ...spank_ddp.so), Debian's python3-torch, and
+# ddpgen ($DDPGEN, else build/gen/ddpgen, else ddpgen on PATH). Missing ones skip, visibly.
+
+bats_require_minimum_version 1.5.0
+load lib
+
+k_examples=$REPO/contrib/examples
+# The jobs run Debian's python3 and torchrun (python3-torch): a python3 earlier on the caller's
+# PATH (pyenv, a virtualenv) would be another interpreter, without torch.
+k_job_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+setup() {
+  # Every node sees the same /tmp, so the job's log and checkpoints can live here.
+  work=$(mktemp -d /tmp/ddp-e2e.XXXXXX)
+}
+
+teardown() {
+  rm -rf "$work"
+}
+
+need_torch() {
+  /usr/bin/python3 -c 'import torch' 2>/dev/null ||
+    skip "Debian's python3-torch is not installed (bash contrib/install-deps.sh)"
+}
+
+# Sets DDPGEN, or skips naming what is missing.
+need_ddpgen() {
+  if [[ -n ${DDPGEN:-} ]]; then
+    [[ -x $DDPGEN ]] || skip "DDPGEN=$DDPGEN is not an executable"
+  elif [[ -x $REPO/build/gen/ddpgen ]]; then
+    DDPGEN=$REPO/build/gen/ddpgen
+  elif DDPGEN=$(command -v ddpgen); then
+    :
+  else
+    skip "ddpgen not built (cmake --build build) and not on PATH; or set DDPGEN"
+  fi
+}
+
+need_all() {
+  skip_unless_cluster
+  need_torch
+  need_ddpgen
+}
+
+# render JOB_FILE ARGS_YAML: renders contrib/examples/JOB_FILE into $work/job.slurm, with the
+# program, its checkpoints and its log moved to absolute paths under $work.
+render() {
+  "$DDPGEN" --profile local "$k_examples/$1" -o "$work/job.slurm" \
+    --set "script=$k_examples/autoencoder.py" --set "args=$2" \
+    --set "checkpoint.dir=$work/ckpt" --set "output=$work/job-%j.out"
+}
+
+# Submits $work/job.slurm from $work; prints the job id.
+submit() {
+  (cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.slurm)
+}
+
+# The job's log with torchrun's "[defaultN]:" worker prefixes removed.
+log_of() {
+  sed -E 's/^\[default[0-9]+\]://' "$work/job-$1.out"
+}
+
+# wait_log JOBID REGEX [TIMEOUT]: waits until a line of the job's log matches.
+wait_log() {
+  local deadline=$((SECONDS + ${3:-90}))
+  until [[ -f $work/job-$1.out ]] && log_of "$1" | grep -Eq -- "$2"; do
+    if ((SECONDS >= deadline)); then
+      echo "no line matching '$2' in job $1's log after ${3:-90}s; state $(job_state "$1")" >&2
+      [[ -f $work/job-$1.out ]] && cat "$work/job-$1.out" >&2
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+# Epoch numbers in the order their lines appear, one per line; a line that does not say
+# world 6 gives "world=N" instead, which no expected sequence contains.
+epochs_in() {
+  awk '/^epoch [0-9]+\/[0-9]+ loss / { split($2, e, "/"); print ($6 == 6 ? e[1] : "world=" $6) }'
+}
+
+# Loss of the epoch lines, in order.
+losses_in() {
+  awk '/^epoch [0-9]+\/[0-9]+ loss / { print $4 }'
+}
+
+# check_checkpoint EPOCHS: the checkpoint loads, holds EPOCHS finished epochs and 6 ranks, and
+# its loss history equals the log's (as printed, 6 decimals).
+check_checkpoint() {
+  local ckpt=$work/ckpt/autoencoder.pt
+  [ -f "$ckpt" ]
+  run /usr/bin/python3 -c '
+import sys, torch
+s = torch.load(sys.argv[1], map_location="cpu")
+print(s["epoch"], s["world_size"], " ".join(f"{x:.6f}" for x in s["losses"]))' "$ckpt"
+  echo "checkpoint: $output"
+  [ "$status" -eq 0 ]
+  [ "$output" = "$1 6 $(log_of "$2" | losses_in | tr '\n' ' ' | sed 's/ $//')" ]
+}
+
+# check_trained JOBID EPOCHS: the log of a job that ran once, start to finish.
+check_trained() {
+  local id=$1 epochs=$2 log
+  log=$(log_of "$id")
+  echo "$log"
+  [ "$(grep -c '^start world 6 backend gloo device cpu ' <<<"$log")" -eq 1 ]
+  grep -q "^ddpgen: job $id, restart 0$" <<<"$log"
+  [ "$(grep -c '^resumed from' <<<"$log")" -eq 0 ]
+  # Every epoch exactly once, in order, each over 6 ranks.
+  [ "$(epochs_in <<<"$log" | tr '\n' ' ')" = "$(seq -s ' ' 1 "$epochs") " ]
+  check_loss_drops "$log"
+  [ "$(grep -c "^weights identical on 6 ranks$" <<<"$log")" -eq 1 ]
+  check_checkpoint "$epochs" "$id"
+}
+
+# The last epoch's loss is at least 10 % below the first's.
+check_loss_drops() {
+  local first last
+  first=$(losses_in <<<"$1" | head -n 1)
+  last=$(losses_in <<<"$1" | tail -n 1)
+  echo "loss: first $first, last $last"
+  awk -v f="$first" -v l="$last" 'BEGIN { exit !(f > 0 && l < 0.9 * f) }'
+}
+
+# check_resumed JOBID EPOCHS AFTER: the log of a job preempted once after epoch AFTER was
+# printed: two runs (restart 0 then 1) in one file; the second resumes from the checkpoint
+# (epoch K >= AFTER) and prints only epochs K+1..EPOCHS; no epoch is printed twice; the first
+# run never finished; the checkpoint holds all epochs.
+check_resumed() {
+  local id=$1 epochs=$2 after=$3 log first second resumed
+  log=$(log_of "$id")
+  echo "$log"
+  [ "$(grep -c "^ddpgen: job $id, restart 0$" <<<"$log")" -eq 1 ]
+  [ "$(grep -c "^ddpgen: job $id, restart 1$" <<<"$log")" -eq 1 ]
+  # Everything before the second run's first line belongs to the first run.
+  first=$(sed -n "1,/^ddpgen: job $id, restart 1$/p" <<<"$log")
+  second=$(sed -n "/^ddpgen: job $id, restart 1$/,\$p" <<<"$log")
+  grep -q '^start world 6 .* restart 0$' <<<"$first"
+  grep -q '^start world 6 .* restart 1$' <<<"$second"
+  [ "$(grep -c '^weights identical' <<<"$first")" -eq 0 ]
+  [ "$(grep -c '^resumed from' <<<"$first")" -eq 0 ]
+  [ "$(grep -c '^resumed from epoch [0-9]*$' <<<"$second")" -eq 1 ]
+  resumed=$(sed -n 's/^resumed from epoch \([0-9]*\)$/\1/p' <<<"$second")
+  local run1 run2 last1
+  run1=$(epochs_in <<<"$first" | tr '\n' ' ')
+  run2=$(epochs_in <<<"$second" | tr '\n' ' ')
+  echo "first run epochs: $run1; resumed from $resumed; second run epochs: $run2"
+  last1=$(epochs_in <<<"$first" | tail -n 1)
+  # The first run printed 1..last1 (at least AFTER) and was stopped before the end.
+  [ "$run1" = "$(seq -s ' ' 1 "$last1") " ]
+  ((last1 >= after && last1 < epochs))
+  # The checkpoint it left holds every printed epoch (a line is printed after its save), and
+  # at most one more (saved, then stopped before the line).
+  ((resumed == last1 || resumed == last1 + 1))
+  [ "$run2" = "$(seq -s ' ' $((resumed + 1)) "$epochs") " ]
+  check_loss_drops "$log"
+  [ "$(grep -c "^weights identical on 6 ranks$" <<<"$second")" -eq 1 ]
+  [ "$(grep -c "^weights identical" <<<"$log")" -eq 1 ]
+  [ "$(cl scontrol show job -o "$id" | grep -o 'Restarts=[0-9]*')" = Restarts=1 ]
+  # The checkpoint's loss history: the first run's epochs up to K, then the second run's.
+  check_checkpoint_epochs "$epochs"
+}
+
+check_checkpoint_epochs() {
+  run /usr/bin/python3 -c '
+import sys, torch
+s = torch.load(sys.argv[1], map_location="cpu")
+print(s["epoch"], s["world_size"], len(s["losses"]))' "$work/ckpt/autoencoder.pt"
+  echo "checkpoint: $output"
+  [ "$status" -eq 0 ]
+  [ "$output" = "$1 6 $1" ]
+}
+
+@test "srun launcher: ddpgen + sbatch train the autoencoder on 3 nodes x 2 ranks" {
+  need_all
+  render autoencoder-srun.yaml '[--epochs, "5"]'
+  grep -q '^srun --ddp --ntasks-per-node=2 ' "$work/job.slurm"
+  id=$(submit)
+  wait_job "$id" 150
+  check_trained "$id" 5
+}
+
+@test "torchrun launcher: ddpgen + sbatch train the autoencoder on 3 nodes x 2 workers" {
+  need_all
+  render autoencoder-torchrun.yaml '[--epochs, "5"]'
+  grep -q '^srun --ddp=torchrun --ntasks-per-node=1 ' "$work/job.slurm"
+  grep -q '^  torchrun --nproc_per_node=2 ' "$work/job.slurm"
+  id=$(submit)
+  wait_job "$id" 150
+  check_trained "$id" 5
+}
+
+@test "scontrol requeue mid-training: the job comes back, resumes from its checkpoint, completes" {
+  need_all
+  render autoencoder-srun.yaml '[--epochs, "6", --epoch-sleep, "2"]'
+  id=$(submit)
+  wait_log "$id" '^epoch 2/6 ' 120
+  [ "$(job_state "$id")" = RUNNING ]
+  cl scontrol requeue "$id"
+  wait_job "$id" 180
+  check_resumed "$id" 6 2
+  # Requeued by scontrol, not by the script's trap.
+  [ "$(grep -c 'requeueing job' "$work/job-$id.out")" -eq 0 ]
+}
+
+@test "warning signal (SIGUSR1 to the batch shell): the script's trap requeues, the job resumes" {
+  need_all
+  render autoencoder-torchrun.yaml '[--epochs, "6", --epoch-sleep, "2"]'
+  grep -q '^#SBATCH --signal=B:USR1@120$' "$work/job.slurm"
+  id=$(submit)
+  wait_log "$id" '^epoch 2/6 ' 120
+  [ "$(job_state "$id")" = RUNNING ]
+  # What Slurm does signal_time seconds before the limit (--signal=B:USR1): SIGUSR1 to the
+  # batch shell only, not to the training processes.
+  cl scancel --batch --signal=USR1 "$id"
+  wait_job "$id" 180
+  [ "$(grep -c "^ddpgen: SIGUSR1: requeueing job $id$" "$work/job-$id.out")" -eq 1 ]
+  check_resumed "$id" 6 2
+}
+
+# Kills a process that writes checkpoints in a loop at random moments, TRIALS times, and
+# after each kill loads what the checkpoint path holds. MODE atomic uses autoencoder.py's
+# save_atomic; MODE naive writes the path in place (torch.save(state, path)), the control
+# that shows the check sees half-written files. Prints
+# "MODE trials N corrupt C midsave M": C loads failed or held a mix of two saves; M kills left
+# a temporary file behind (the kill landed inside save_atomic).
+kill_writer() {
+  /usr/bin/python3 - "$k_examples" "$1" "$2" "$work" <<'EOF'
+import os, random, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+torch.set_num_threads(1)
+import autoencoder
+
+mode, trials, directory = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+path = os.path.join(directory, autoencoder.k_checkpoint_name)
+n = 1_000_000  # 4 MB a save
+
+# Made once, so that the writer does nothing but save.
+states = [{"epoch": i, "w": torch.full((n,), float(i))} for i in (1, 2, 3)]
+
+def writer():
+    for i in range(10**9):
+        state = states[i % 3]
+        if mode == "atomic":
+            autoencoder.save_atomic(state, path)
+        else:
+            torch.save(state, path)
+
+random.seed(4)
+corrupt = midsave = 0
+for _ in range(trials):
+    if os.path.exists(path):
+        os.unlink(path)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            writer()
+        finally:
+            os._exit(0)
+    time.sleep(random.uniform(0.02, 0.15))
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    temporaries = [f for f in os.listdir(directory) if f.endswith(".tmp")]
+    midsave += bool(temporaries)
+    autoencoder.remove_stale_temporaries(path)
+    if os.listdir(directory) not in ([], [autoencoder.k_checkpoint_name]):
+        sys.exit(f"left behind: {os.listdir(directory)}")
+    if not os.path.exists(path):
+        continue  # killed before the first save finished: no checkpoint, which is fine
+    try:
+        s = torch.load(path)
+        ok = s["epoch"] >= 1 and torch.equal(s["w"], torch.full((n,), float(s["epoch"])))
+    except Exception:
+        ok = False
+    corrupt += not ok
+print(f"{mode} trials {trials} corrupt {corrupt} midsave {midsave}")
+EOF
+}
+
+@test "a checkpoint is never half-written: kill -9 of the writer at random moments" {
+  need_torch
+  run kill_writer atomic 30
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output =~ ^atomic\ trials\ 30\ corrupt\ 0\ midsave\ ([0-9]+)$ ]]
+  # Most kills landed inside a save; none of them left a bad checkpoint.
+  ((BASH_REMATCH[1] >= 10))
+  # The control: writing the file in place leaves a half-written checkpoint behind most kills.
+  run kill_writer naive 30
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output =~ ^naive\ trials\ 30\ corrupt\ ([0-9]+)\ midsave\ 0$ ]]
+  ((BASH_REMATCH[1] >= 10))
+}
