@@ -124,7 +124,8 @@ Result<EnvList> socket_ifname_env(const StepPlan& plan) {
     // addr=hostname: the first non-loopback address, the one a TCP client would try first.
     auto resolved = sys::resolve_host(plan.master_addr);
     if (!resolved) return fail("socket_ifname=auto: " + resolved.error().message);
-    if (resolved->empty()) return fail("socket_ifname=auto: " + plan.master_addr + " has no address");
+    if (resolved->empty())
+      return fail("socket_ifname=auto: " + plan.master_addr + " has no address");
     auto usable = std::find_if(resolved->begin(), resolved->end(),
                                [](const IpAddress& a) { return !a.is_loopback(); });
     destination = usable != resolved->end() ? *usable : resolved->front();

@@ -162,8 +162,8 @@ Result<IpAddress> route_source(const IpAddress& destination) {
     return fail(std::string("getsockname(): ") + std::strerror(errno));
   }
   auto source = from_sockaddr(reinterpret_cast<const sockaddr*>(&local));
-  if (!source) return fail("getsockname() gave no IP address for the route to " +
-                           destination.to_string());
+  if (!source)
+    return fail("getsockname() gave no IP address for the route to " + destination.to_string());
   return *source;
 }
 

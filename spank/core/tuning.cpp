@@ -85,7 +85,8 @@ std::optional<std::string> omp_num_threads(const OmpInputs& in) {
     pool = pool == 0 ? *on_node : std::min<std::uint64_t>(pool, *on_node);
   }
   if (pool == 0) return std::nullopt;
-  const std::uint64_t sharers = std::uint64_t{std::max<std::uint32_t>(in.local_ntasks, 1)} * workers;
+  const std::uint64_t sharers =
+      std::uint64_t{std::max<std::uint32_t>(in.local_ntasks, 1)} * workers;
   return number(std::max<std::uint64_t>(pool / sharers, 1));
 }
 

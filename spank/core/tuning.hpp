@@ -41,8 +41,8 @@ struct OmpInputs {
   std::optional<std::string_view> current;        // OMP_NUM_THREADS already in the task's env
   std::optional<std::string_view> cpus_per_task;  // SLURM_CPUS_PER_TASK (srun -c)
   std::optional<std::string_view> cpus_on_node;   // SLURM_CPUS_ON_NODE
-  unsigned task_cpus = 0;         // CPUs in the task's affinity mask, 0 if unknown
-  unsigned step_cpus = 0;         // CPUs in slurmstepd's affinity mask (the step's), 0 if unknown
+  unsigned task_cpus = 0;                         // CPUs in the task's affinity mask, 0 if unknown
+  unsigned step_cpus = 0;          // CPUs in slurmstepd's affinity mask (the step's), 0 if unknown
   std::uint32_t local_ntasks = 1;  // tasks of the step on this node
   std::uint32_t workers_per_task = 1;  // torchrun mode: the workers each launcher starts
 };

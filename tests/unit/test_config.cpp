@@ -33,11 +33,11 @@ TEST(Config, DefaultsWhenEmpty) {
 }
 
 TEST(Config, ParsesEveryKey) {
-  auto config = parse({"port_range=40000-40999", "addr=hostname", "host_suffix=-ib",
-                       "host_domain=ib.cluster.example", "networks=10.1.0.0/16,fd00::/8",
-                       "family=ipv6", "env_file=/etc/slurm/ddp.env", "env_override=yes",
-                       "check_addr=no", "check_port=0", "default_mode=torchrun",
-                       "socket_ifname=auto", "omp_num_threads=no"});
+  auto config =
+      parse({"port_range=40000-40999", "addr=hostname", "host_suffix=-ib",
+             "host_domain=ib.cluster.example", "networks=10.1.0.0/16,fd00::/8", "family=ipv6",
+             "env_file=/etc/slurm/ddp.env", "env_override=yes", "check_addr=no", "check_port=0",
+             "default_mode=torchrun", "socket_ifname=auto", "omp_num_threads=no"});
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->port_range.first, 40000);
   EXPECT_EQ(config->port_range.last, 40999);

@@ -157,7 +157,7 @@ TEST(PlanStep, NprocPerNodeInTorchrunMode) {
     std::optional<std::string_view> override_value;
     std::optional<std::string_view> gpus;
     std::optional<std::string_view> cuda;
-    std::uint32_t nproc;  // 0: error
+    std::uint32_t nproc;                         // 0: error
     std::optional<std::uint32_t> detected = {};  // the driver's GPU list (plugin looked it up)
   };
   const Case cases[] = {

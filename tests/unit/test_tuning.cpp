@@ -17,9 +17,8 @@ IpAddress ip(std::string_view text) {
 
 // A node with loopback, Ethernet, two IPoIB ports (one a VLAN-style child), a docker bridge.
 std::vector<InterfaceAddress> node_interfaces() {
-  return {{"lo", ip("127.0.0.1")},       {"lo", ip("::1")},
-          {"eth0", ip("10.77.3.11")},    {"eth0", ip("fe80::1")},
-          {"ib0", ip("10.20.0.11")},     {"ib0.8001", ip("10.21.0.11")},
+  return {{"lo", ip("127.0.0.1")},       {"lo", ip("::1")},         {"eth0", ip("10.77.3.11")},
+          {"eth0", ip("fe80::1")},       {"ib0", ip("10.20.0.11")}, {"ib0.8001", ip("10.21.0.11")},
           {"docker0", ip("172.17.0.1")}, {"ib1", ip("fd00:20::11")}};
 }
 
@@ -34,10 +33,9 @@ TEST(Tuning, InterfaceForRouteNamesTheHolderOfTheSourceAddress) {
     std::string_view expected;
   };
   const Case cases[] = {
-      {"10.77.3.11", "eth0"},   // a worker routing to the head over Ethernet
-      {"10.20.0.11", "ib0"},    // IPoIB: the parent, not the child that shares the prefix
-      {"10.21.0.11", "ib0.8001"},
-      {"fd00:20::11", "ib1"},   // IPv6
+      {"10.77.3.11", "eth0"},  // a worker routing to the head over Ethernet
+      {"10.20.0.11", "ib0"},   // IPoIB: the parent, not the child that shares the prefix
+      {"10.21.0.11", "ib0.8001"}, {"fd00:20::11", "ib1"},  // IPv6
       {"172.17.0.1", "docker0"},  // whatever the kernel routes through, even a bridge
   };
   const auto interfaces = node_interfaces();
