@@ -226,6 +226,9 @@ void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_p
   s.push_back({"--ntasks-per-node=" + std::to_string(tasks_per_node), {}});
   // srun does not inherit --cpus-per-task from sbatch in Slurm 22.05 to 23.02: repeat it.
   if (!cpus_directive.empty()) s.push_back({cpus_directive, {}});
+  // Not --kill-on-bad-exit for the preflight: every rank lives to print its own diagnosis,
+  // and ddp-check bounds the step itself.
+  if (plan.preflight) plan.preflight_words = s;
   s.push_back({"--kill-on-bad-exit=1", {}});
   if (job.container) {
     const std::string runtime = container_runtime(job, profile);

@@ -46,6 +46,9 @@ struct Plan {
   long port_size = 11000;
   std::string launcher;
   std::vector<Word> srun_words;
+  // preflight: the srun options of the ddp-check step: the training step's layout, without
+  // the container (ddp-check checks the host's fabric and is installed on the host).
+  std::vector<Word> preflight_words;
   std::vector<Word> container_words;
   bool wrapped = false;      // the command runs under bash -c with per-task code
   std::string wrapper_exec;  // raw bash for the end of that code ("exec ... \"$@\"")

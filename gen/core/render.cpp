@@ -185,6 +185,7 @@ mu::data build(const Plan& plan, const RenderInput& in) {
   requeue.set("signal_time", signal_time);
   d.set("requeue", optional_object(plan.requeue, requeue));
   d.set("preflight", plan.preflight);
+  d.set("preflight_srun", words(plan.preflight_words));
 
   d.set("plugin_tasks", plan.plugin && !plan.torchrun_mode);
   d.set("plugin_torchrun", plan.plugin && plan.torchrun_mode);

@@ -17,10 +17,55 @@ setup() {
   skip_unless_cluster
   "$CLUSTER" set-plugstack ""
   if [[ -z ${DDP_CHECK_BIN:-} ]]; then
-    DDP_CHECK_BIN=$(command -v ddp-check || true)
+    if [[ -x $REPO/build/spank/check/ddp-check ]]; then
+      DDP_CHECK_BIN=$REPO/build/spank/check/ddp-check
+    else
+      DDP_CHECK_BIN=$(command -v ddp-check || true)
+    fi
   fi
   [[ -x ${DDP_CHECK_BIN:-} ]] ||
     skip "ddp-check not found: set DDP_CHECK_BIN=BUILD/spank/check/ddp-check (ctest sets it)"
+}
+
+# Sets DDPGEN (as e2e.bats does), or skips naming what is missing.
+need_ddpgen() {
+  if [[ -n ${DDPGEN:-} ]]; then
+    [[ -x $DDPGEN ]] || skip "DDPGEN=$DDPGEN is not an executable"
+  elif [[ -x $REPO/build/gen/ddpgen ]]; then
+    DDPGEN=$REPO/build/gen/ddpgen
+  elif ! DDPGEN=$(command -v ddpgen); then
+    skip "ddpgen not built (cmake --build build) and not on PATH; or set DDPGEN"
+  fi
+  /usr/bin/python3 -c 'import torch' 2>/dev/null ||
+    skip "Debian's python3-torch is not installed (bash contrib/install-deps.sh)"
+}
+
+# preflight_job PROFILE [PRELUDE]: renders a 3 x 2 srun job with `preflight: true` running
+# contrib/examples/allreduce.py into $work/job.slurm, and puts `ddp-check` (the script calls it
+# by name) in $work/bin: the real one, or with PRELUDE run first in each task to break the
+# world. PROFILE "noplugin" is the local profile with ddp_plugin: false (the script computes
+# the environment itself, as on a site without the plugin).
+preflight_job() {
+  local profile=$1 prelude=${2:-}
+  work=$(mktemp -d /tmp/ddp-preflight.XXXXXX)
+  if [[ $profile == noplugin ]]; then
+    printf 'extends: %s\nddp_plugin: false\n' "$REPO/site-profiles/local.yaml" >"$work/noplugin.yaml"
+    profile=$work/noplugin.yaml
+  fi
+  mkdir "$work/bin"
+  printf '#!/bin/bash\n%s\nexec %q "$@"\n' "$prelude" "$DDP_CHECK_BIN" >"$work/bin/ddp-check"
+  chmod +x "$work/bin/ddp-check"
+  cat >"$work/job.yaml" <<EOF
+name: preflight
+nodes: 3
+procs_per_node: 2
+time: "00:05:00"
+launcher: srun
+script: $REPO/contrib/examples/allreduce.py
+output: $work/out
+preflight: true
+EOF
+  "$DDPGEN" --profile "$profile" "$work/job.yaml" -o "$work/job.slurm"
 }
 
 # Runs `srun SRUN_ARGS... bash -c "PRELUDE exec ddp-check --timeout $BOUND"` and records its
@@ -148,4 +193,56 @@ within_bound() {
   "$CLUSTER" set-plugstack ""
   [ "$status" -eq 0 ]
   [ "$output" = unset ]
+}
+
+@test "ddpgen preflight: ddp-check runs as the job's first step, then training" {
+  need_ddpgen
+  preflight_job local
+  grep -q '^srun --ddp --ntasks-per-node=2 \\$' "$work/job.slurm"
+  jobid=$(cl env PATH="$work/bin:/usr/sbin:/usr/bin:/sbin:/bin" sbatch --parsable "$work/job.slurm")
+  wait_job "$jobid" 120
+  cat "$work/out"
+  grep -qE "^ddp-check: OK: 6 ranks on 3 nodes reached $SUBNET\.11:[0-9]+ in " "$work/out"
+  [ "$(grep -c 'world=6 .*allreduce_sum=15 expected=15' "$work/out")" -eq 6 ]
+  # The check's verdict comes before the first line of training.
+  ok_line=$(grep -n '^ddp-check: OK' "$work/out" | cut -d: -f1)
+  train_line=$(grep -n 'allreduce_sum=' "$work/out" | head -1 | cut -d: -f1)
+  [ "$ok_line" -lt "$train_line" ]
+  rm -rf "$work"
+}
+
+@test "ddpgen preflight: a broken world fails the job within the bound, before training" {
+  need_ddpgen
+  preflight_job local '[ "$RANK" = 3 ] && export RANK=1'
+  t0=$(date +%s.%N)
+  jobid=$(cl env PATH="$work/bin:/usr/sbin:/usr/bin:/sbin:/bin" DDP_CHECK_TIMEOUT=$BOUND sbatch --parsable "$work/job.slurm")
+  state=$(wait_job_end "$jobid" 120)
+  elapsed=$(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
+  cat "$work/out"
+  echo "# job $jobid ended $state after ${elapsed}s"
+  [ "$state" = FAILED ]
+  within_bound
+  grep -qE '^ddp-check: FAULT: duplicate RANK 1 from node01 \(pid [0-9]+\), node02 \(pid [0-9]+\)$' "$work/out"
+  grep -qx 'ddpgen: preflight: ddp-check found a fault in this allocation (above); training not started' "$work/out"
+  run grep -c 'allreduce_sum=' "$work/out"
+  [ "$output" = 0 ]
+  rm -rf "$work"
+}
+
+@test "ddpgen preflight without the plugin: ddp-check reads the environment the script computes" {
+  need_ddpgen
+  preflight_job noplugin
+  grep -q '^srun --ntasks-per-node=2 \\$' "$work/job.slurm"
+  [ "$(grep -c '^srun .*--ddp' "$work/job.slurm")" -eq 0 ]
+  jobid=$(cl env PATH="$work/bin:/usr/sbin:/usr/bin:/sbin:/bin" sbatch --parsable "$work/job.slurm")
+  wait_job "$jobid" 120
+  cat "$work/out"
+  expected="NODE  HOST    RANKS  LOCAL RANKS  GPUS  INTERFACE        ADDRESS
+0     node01  0,1    0,1          -     eth0 (ethernet)  $SUBNET.11
+1     node02  2,3    0,1          -     eth0 (ethernet)  $SUBNET.12
+2     node03  4,5    0,1          -     eth0 (ethernet)  $SUBNET.13"
+  diff <(echo "$expected") <(grep -E '^(NODE|[0-9]+ +node)' "$work/out")
+  grep -qE '^ddp-check: OK: 6 ranks on 3 nodes reached node01:[0-9]+ in ' "$work/out"
+  [ "$(grep -c 'world=6 .*master=node01:.*allreduce_sum=15 expected=15' "$work/out")" -eq 6 ]
+  rm -rf "$work"
 }
