@@ -29,7 +29,7 @@ echo "== srun -N3 --ntasks-per-node=2 --ddp python3 allreduce.py"
 
 echo "== the environment --ddp gave rank 3"
 "$cluster" run srun -N3 --ntasks-per-node=2 --ddp bash -c \
-  '[ "$RANK" = 3 ] && env | grep -E "^(MASTER_|WORLD_SIZE|RANK|LOCAL_|NODE_RANK|GROUP_RANK|NNODES)" | sort'
+  'if [ "$RANK" = 3 ]; then env | grep -E "^(MASTER_|WORLD_SIZE|RANK|LOCAL_|NODE_RANK|GROUP_RANK|NNODES)" | sort; fi'
 
 # The training example through the whole path: job file -> ddpgen -> sbatch -> srun --ddp.
 examples=$root/contrib/examples
