@@ -64,6 +64,14 @@ submit() {
   (cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.slurm)
 }
 
+# wait_done JOBID TIMEOUT: wait_job, and the job's log on stderr when it did not complete.
+wait_done() {
+  wait_job "$1" "$2" && return 0
+  echo "--- log of job $1:" >&2
+  cat "$work/job-$1.out" >&2 || true
+  return 1
+}
+
 # The job's log with torchrun's "[defaultN]:" worker prefixes removed.
 log_of() {
   sed -E 's/^\[default[0-9]+\]://' "$work/job-$1.out"
@@ -185,7 +193,7 @@ print(s["epoch"], s["world_size"], len(s["losses"]))' "$work/ckpt/autoencoder.pt
   render autoencoder-srun.yaml '[--epochs, "5"]'
   grep -q '^srun --ddp --ntasks-per-node=2 ' "$work/job.slurm"
   id=$(submit)
-  wait_job "$id" 150
+  wait_done "$id" 150
   check_trained "$id" 5
 }
 
@@ -195,7 +203,7 @@ print(s["epoch"], s["world_size"], len(s["losses"]))' "$work/ckpt/autoencoder.pt
   grep -q '^srun --ddp=torchrun --ntasks-per-node=1 ' "$work/job.slurm"
   grep -q '^  torchrun --nproc_per_node=2 ' "$work/job.slurm"
   id=$(submit)
-  wait_job "$id" 150
+  wait_done "$id" 150
   check_trained "$id" 5
 }
 
@@ -206,7 +214,7 @@ print(s["epoch"], s["world_size"], len(s["losses"]))' "$work/ckpt/autoencoder.pt
   wait_log "$id" '^epoch 2/6 ' 120
   [ "$(job_state "$id")" = RUNNING ]
   cl scontrol requeue "$id"
-  wait_job "$id" 180
+  wait_done "$id" 180
   check_resumed "$id" 6 2
   # Requeued by scontrol, not by the script's trap.
   [ "$(grep -c 'requeueing job' "$work/job-$id.out")" -eq 0 ]
@@ -222,7 +230,7 @@ print(s["epoch"], s["world_size"], len(s["losses"]))' "$work/ckpt/autoencoder.pt
   # What Slurm does signal_time seconds before the limit (--signal=B:USR1): SIGUSR1 to the
   # batch shell only, not to the training processes.
   cl scancel --batch --signal=USR1 "$id"
-  wait_job "$id" 180
+  wait_done "$id" 180
   [ "$(grep -c "^ddpgen: SIGUSR1: requeueing job $id$" "$work/job-$id.out")" -eq 1 ]
   check_resumed "$id" 6 2
 }
