@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <vector>
 
@@ -24,6 +26,11 @@ std::string cuda_text(cudaError_t err) {
 std::optional<std::string> nccl_unavailable() {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
+  if (err == cudaErrorNoDevice) return "no GPU visible";
+  // Without a driver the runtime answers "driver version is insufficient", which sends people
+  // looking for a driver upgrade on nodes that have no GPU at all.
+  if (err == cudaErrorInsufficientDriver && ::access("/proc/driver/nvidia/version", F_OK) != 0)
+    return "no NVIDIA driver on this node (/proc/driver/nvidia/version absent)";
   if (err != cudaSuccess) return "no usable GPU (" + cuda_text(err) + ")";
   if (count == 0) return "no GPU visible";
   return std::nullopt;
