@@ -21,8 +21,8 @@
 #
 # --site NAME configures the cluster like a real site, from tests/cluster/sites/NAME/ (data,
 # not code): slurm.conf (that site's select plugin, GRES, nodes with features, partitions and
-# limits; it replaces the plain node and partition lines), gres.conf (GPUs backed by empty
-# files under STATE/dev), optionally job_submit.lua (a site rule such as a required account),
+# limits; it replaces the plain node and partition lines), gres.conf (GPUs backed by fake
+# device nodes under STATE/dev), optionally job_submit.lua (a site rule such as a required account),
 # modules/ (Lmod modulefiles named like the site's: stubs that point to the local python3) and
 # bin/ (stub container runtimes). `run` then gives commands that site's login environment: bin/
 # first on a plain system PATH, MODULEPATH, and BASH_ENV set to Lmod's init so that batch
