@@ -9,7 +9,8 @@
 #              completion: world size, both epochs, identical weights, the site's GPU GRES
 #              allocated on each node, the site's module and container stubs in the log;
 #   refuses    what the site would refuse (a GPU type it lacks, a limit, a missing account) is
-#              refused by the same sbatch, so the emulation is shown to check something.
+#              refused by the same sbatch, so the emulation is shown to check something; and
+#              where ddpgen's validation covers it, ddpgen refuses it too, before submission.
 #
 # This file brings its own clusters up (one per site, a few seconds each) and down: it needs no
 # fixture. It runs on cluster DDP_CLUSTER_ID when that is 1-9, else on cluster 5; never on
@@ -136,6 +137,17 @@ refused() {
   grep -qF -- "$message" <<<"$output"
 }
 
+# ddpgen_refuses SITE MESSAGE [--set K=V ...]: ddpgen refuses the site's job with these
+# overrides, saying MESSAGE: it catches before submission what the emulated sbatch refuses.
+ddpgen_refuses() {
+  local site=$1 message=$2
+  shift 2
+  run "$DDPGEN" --profile "$site" "$k_sites/$site/job.yaml" --set "script=$k_example" "$@"
+  echo "$output"
+  [ "$status" -ne 0 ]
+  grep -F -- "$message" <<<"$output" | grep -q '^ddpgen: error: '
+}
+
 # --- CSC Puhti: partitions gpu/gputest, gres gpu:v100 and nvme, account required -------------
 
 @test "puhti: sbatch accepts the full-node script (4x V100, 40 cores, 320G, --account)" {
@@ -156,12 +168,15 @@ refused() {
   render puhti "$s"
   refused puhti 'Requested node configuration is not available' --gres=gpu:a100:1 "$s"
   refused puhti 'Requested time limit is invalid' --partition=gputest --time=30:00 "$s"
+  ddpgen_refuses puhti '--set time=30:00: partition "gputest" allows at most 00:15:00 (max_time)' \
+    --set partition=gputest --set time=30:00
   # Node-local disk is a GRES in GB: 3600 per node exists, 4000 does not.
   run cl sbatch --test-only --gres=gpu:v100:4,nvme:3600 "$s"
   [ "$status" -eq 0 ]
   refused puhti 'Requested node configuration is not available' --gres=gpu:v100:4,nvme:4000 "$s"
   refused puhti 'emulated CSC rule: no project given; add --account=project_<id>' \
     --partition=gpu --time=5 --wrap=true
+  ddpgen_refuses puhti '--set account=: profile "puhti" requires an account' --set account=
 }
 
 # --- CSC Mahti: gpusmall/gpumedium/gputest, gres gpu:a100 and nvme, account required ---------
@@ -186,6 +201,8 @@ refused() {
   render mahti "$s"
   refused mahti 'Requested node configuration is not available' --gres=gpu:v100:1 "$s"
   refused mahti 'Node count specification invalid' --partition=gpusmall "$s"
+  ddpgen_refuses mahti 'partition "gpusmall" allows at most 1 node (max_nodes); the job asks for 2' \
+    --set partition=gpusmall
   refused mahti 'emulated CSC rule: no project given' --partition=gpusmall --time=5 --wrap=true
 }
 
@@ -209,6 +226,8 @@ refused() {
   refused narvi 'Requested node configuration is not available' --nodes=1 \
     --gres=gpu:p100:1 --constraint=gpumem_32 "$s"
   refused narvi 'Requested node configuration is not available' --gres=gpu:v100:5 "$s"
+  ddpgen_refuses narvi '"gpus_per_node" is 5, but nodes of partition "gpu" have 4 GPUs' \
+    --set gpus_per_node=5
 }
 
 # --- KAUST Ibex: partition batch, GPU type by --constraint, --gpus-per-node, time required ---
@@ -232,6 +251,7 @@ refused() {
   local s=$work/ibex-full.sbatch
   render ibex "$s"
   refused ibex 'Invalid feature specification' --constraint=p100 "$s"
+  ddpgen_refuses ibex 'no partition of profile "ibex" has GPU type "p100"' --set gpu_type=p100
   refused ibex 'Requested node configuration is not available' '--constraint=a100&4gpus' \
     --gpus-per-node=1 "$s"
   refused ibex 'Time limit specification required, but not provided' --wrap=true
@@ -257,6 +277,10 @@ refused() {
   local s=$work/parallelcluster-efa-full.sbatch
   render parallelcluster-efa "$s"
   refused parallelcluster-efa 'invalid partition specified: compute' --partition=compute "$s"
+  ddpgen_refuses parallelcluster-efa 'profile "parallelcluster-efa" has no partition "compute"' \
+    --set partition=compute
   refused parallelcluster-efa 'Requested node configuration is not available' --gres=gpu:9 "$s"
+  ddpgen_refuses parallelcluster-efa '"gpus_per_node" is 9, but nodes of partition "gpu" have 8 GPUs' \
+    --set gpus_per_node=9
   refused parallelcluster-efa 'Requested node configuration is not available' --gres=gpu:a100:1 "$s"
 }
