@@ -224,7 +224,7 @@ site_names() {
 
 # Installs site NAME's description into the state directory: its slurm.conf fragment appended to
 # $conf, gres.conf and job_submit.lua beside it (where slurmd and slurmctld look), with @SUBNET@
-# and @STATE@ filled in; an empty file for every GPU device that gres.conf names; its stubs and
+# and @STATE@ filled in; a fake device node for every GPU that gres.conf names; its stubs and
 # modulefiles under $site_dir. Links are followed: sites share stubs and modules through them.
 install_site() {
   local name=$1 src=$k_sites_dir/$1
