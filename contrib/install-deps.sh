@@ -18,6 +18,8 @@ readonly k_packages=(
   python3-torch python3-numpy
   # test tools, and what cluster.sh uses: ip netns, nsenter/unshare, mount, pgrep/ps, hostname
   shellcheck bats iproute2 util-linux mount procps hostname coreutils
+  # tests/bench/compare_seed.sh counts the processes a batch script starts
+  strace
   # Lmod, for the site-emulation tests (cluster.sh up --site: sites' module names, stubbed)
   lmod
 )
