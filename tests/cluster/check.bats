@@ -27,17 +27,10 @@ setup() {
     skip "ddp-check not found: set DDP_CHECK_BIN=BUILD/spank/check/ddp-check (ctest sets it)"
 }
 
-# Sets DDPGEN (as e2e.bats does), or skips naming what is missing.
-need_ddpgen() {
-  if [[ -n ${DDPGEN:-} ]]; then
-    [[ -x $DDPGEN ]] || skip "DDPGEN=$DDPGEN is not an executable"
-  elif [[ -x $REPO/build/gen/ddpgen ]]; then
-    DDPGEN=$REPO/build/gen/ddpgen
-  elif ! DDPGEN=$(command -v ddpgen); then
-    skip "ddpgen not built (cmake --build build) and not on PATH; or set DDPGEN"
-  fi
-  /usr/bin/python3 -c 'import torch' 2>/dev/null ||
-    skip "Debian's python3-torch is not installed (bash contrib/install-deps.sh)"
+# Sets DDPGEN and checks torch, or skips naming what is missing.
+need_ddpgen_torch() {
+  need_ddpgen
+  need_torch
 }
 
 # preflight_job PROFILE [PRELUDE]: renders a 3 x 2 srun job with `preflight: true` running
@@ -196,7 +189,7 @@ within_bound() {
 }
 
 @test "ddpgen preflight: ddp-check runs as the job's first step, then training" {
-  need_ddpgen
+  need_ddpgen_torch
   preflight_job local
   grep -q '^srun --ddp --ntasks-per-node=2 \\$' "$work/job.slurm"
   jobid=$(cl env PATH="$work/bin:/usr/sbin:/usr/bin:/sbin:/bin" sbatch --parsable "$work/job.slurm")
@@ -212,7 +205,7 @@ within_bound() {
 }
 
 @test "ddpgen preflight: a broken world fails the job within the bound, before training" {
-  need_ddpgen
+  need_ddpgen_torch
   preflight_job local '[ "$RANK" = 3 ] && export RANK=1'
   t0=$(date +%s.%N)
   jobid=$(cl env PATH="$work/bin:/usr/sbin:/usr/bin:/sbin:/bin" DDP_CHECK_TIMEOUT=$BOUND sbatch --parsable "$work/job.slurm")
@@ -230,7 +223,7 @@ within_bound() {
 }
 
 @test "ddpgen preflight without the plugin: ddp-check reads the environment the script computes" {
-  need_ddpgen
+  need_ddpgen_torch
   preflight_job noplugin
   grep -q '^srun --ntasks-per-node=2 \\$' "$work/job.slurm"
   [ "$(grep -c '^srun .*--ddp' "$work/job.slurm")" -eq 0 ]

@@ -27,24 +27,6 @@ teardown() {
   rm -rf "$work"
 }
 
-need_torch() {
-  /usr/bin/python3 -c 'import torch' 2>/dev/null ||
-    skip "Debian's python3-torch is not installed (bash contrib/install-deps.sh)"
-}
-
-# Sets DDPGEN, or skips naming what is missing.
-need_ddpgen() {
-  if [[ -n ${DDPGEN:-} ]]; then
-    [[ -x $DDPGEN ]] || skip "DDPGEN=$DDPGEN is not an executable"
-  elif [[ -x $REPO/build/gen/ddpgen ]]; then
-    DDPGEN=$REPO/build/gen/ddpgen
-  elif DDPGEN=$(command -v ddpgen); then
-    :
-  else
-    skip "ddpgen not built (cmake --build build) and not on PATH; or set DDPGEN"
-  fi
-}
-
 need_all() {
   skip_unless_cluster
   need_torch

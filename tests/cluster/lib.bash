@@ -10,6 +10,8 @@
 #   job_state JOBID                the job's state (COMPLETED, RUNNING, ...)
 #   wait_job JOBID [TIMEOUT]       wait until the job ends; fails unless it COMPLETED
 #   wait_job_end JOBID [TIMEOUT]   wait until the job ends in any state; prints the state
+#   need_torch                     skip, saying why, unless Debian's python3 has torch
+#   need_ddpgen                    set DDPGEN ($DDPGEN, build/gen/ddpgen, PATH) or skip
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CLUSTER=$REPO/tests/cluster/cluster.sh
@@ -21,6 +23,7 @@ if ((DDP_CLUSTER_ID == 0)); then
 else
   export DDP_CLUSTER_DIR=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster-$DDP_CLUSTER_ID}
 fi
+# shellcheck disable=SC2034  # read by the bats files that load this one
 SUBNET=10.77.$DDP_CLUSTER_ID
 # Seconds one cluster command may take before it is stopped (a job that can never start would
 # otherwise wait for resources until ctest's own timeout, with no hint of why).
@@ -92,5 +95,20 @@ wait_job() {
     echo "wait_job: job $1 ended $state, not COMPLETED" >&2
     cl scontrol show job "$1" >&2 || true
     return 1
+  fi
+}
+
+need_torch() {
+  /usr/bin/python3 -c 'import torch' 2>/dev/null ||
+    skip "Debian's python3-torch is not installed (bash contrib/install-deps.sh)"
+}
+
+need_ddpgen() {
+  if [[ -n ${DDPGEN:-} ]]; then
+    [[ -x $DDPGEN ]] || skip "DDPGEN=$DDPGEN is not an executable"
+  elif [[ -x $REPO/build/gen/ddpgen ]]; then
+    DDPGEN=$REPO/build/gen/ddpgen
+  elif ! DDPGEN=$(command -v ddpgen); then
+    skip "ddpgen not built (cmake --build build) and not on PATH; or set DDPGEN"
   fi
 }

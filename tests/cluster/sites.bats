@@ -46,15 +46,8 @@ setup() {
   why=$("$CLUSTER" check 2>&1) || skip "cluster prerequisite missing: $why"
   [[ -r /usr/share/lmod/lmod/init/bash ]] ||
     skip "Lmod is not installed (bash contrib/install-deps.sh): site modules cannot be emulated"
-  /usr/bin/python3 -c 'import torch' 2>/dev/null ||
-    skip "Debian's python3-torch is not installed (bash contrib/install-deps.sh)"
-  if [[ -n ${DDPGEN:-} ]]; then
-    [[ -x $DDPGEN ]] || skip "DDPGEN=$DDPGEN is not an executable"
-  elif [[ -x $REPO/build/gen/ddpgen ]]; then
-    DDPGEN=$REPO/build/gen/ddpgen
-  elif ! DDPGEN=$(command -v ddpgen); then
-    skip "ddpgen not built (cmake --build build) and not on PATH; or set DDPGEN"
-  fi
+  need_torch
+  need_ddpgen
   work=$SITES_WORK
 }
 
