@@ -28,6 +28,7 @@ echo "== srun -N3 --ntasks-per-node=2 --ddp python3 allreduce.py"
   /usr/bin/python3 "$root/contrib/examples/allreduce.py" | sort
 
 echo "== the environment --ddp gave rank 3"
+# shellcheck disable=SC2016  # expanded in each task
 "$cluster" run srun -N3 --ntasks-per-node=2 --ddp bash -c \
   'if [ "$RANK" = 3 ]; then env | grep -E "^(MASTER_|WORLD_SIZE|RANK|LOCAL_|NODE_RANK|GROUP_RANK|NNODES)" | sort; fi'
 

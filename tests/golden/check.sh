@@ -2,7 +2,7 @@
 # One golden-file check of ddpgen. Usage: check.sh MODE DDPGEN CASE_DIR
 #   render      the rendered script equals CASE_DIR/expected.sbatch exactly
 #   bash-n      the rendered script parses (bash -n)
-#   shellcheck  the rendered script is clean at warning level (skipped, exit 77, without shellcheck)
+#   "shellcheck" the rendered script is clean at warning level (skipped, exit 77, without shellcheck)
 #   error       ddpgen fails, prints nothing on stdout, and stderr equals CASE_DIR/expected.err;
 #               CASE_DIR/args (optional) holds extra arguments, one per line
 # Runs from CASE_DIR so that the header names "job.yaml" on every machine.
