@@ -1,12 +1,13 @@
 // slurmstepd's side of --ddp: gathers Slurm's facts for this node and task, asks the core for
 // the environment, applies it, and checks on the rank-0 node that the rendezvous can work.
+#include <slurm/slurm.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include <slurm/slurm.h>
 
 #include "address.hpp"
 #include "environment.hpp"
@@ -141,6 +142,32 @@ Result<EnvList> socket_ifname_env(const StepPlan& plan) {
   return socket_ifname_environment(*name);
 }
 
+// Sets NAME=VALUE in the task's environment. With `keep`, a value already there stays (not an
+// error). False, after reporting which variable and where it came from, when Slurm refuses.
+bool set_task_env(spank_t sp, const std::string& name, const std::string& value, bool keep,
+                  std::string_view origin) {
+  spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), keep ? 0 : 1);
+  if (rc == ESPANK_SUCCESS || (keep && rc == ESPANK_ENV_EXISTS)) return true;
+  report_error("cannot set " + name + " (" + std::string(origin) + ")");
+  return false;
+}
+
+// omp_num_threads=auto: OMP_NUM_THREADS for this task, from its CPUs; nullopt leaves it alone.
+std::optional<std::string> task_omp_threads(spank_t sp, const PluginState& state) {
+  auto current = job_env(sp, "OMP_NUM_THREADS");
+  auto cpus_per_task = job_env(sp, "SLURM_CPUS_PER_TASK");
+  auto cpus_on_node = job_env(sp, "SLURM_CPUS_ON_NODE");
+  OmpInputs omp;
+  omp.current = view(current);
+  omp.cpus_per_task = view(cpus_per_task);
+  omp.cpus_on_node = view(cpus_on_node);
+  omp.task_cpus = sys::affinity_cpus();  // task_init runs in the task's own process
+  omp.step_cpus = state.step_cpus;
+  omp.local_ntasks = state.plan.local_ntasks;
+  omp.workers_per_task = state.plan.mode == Mode::torchrun ? state.plan.nproc_per_node : 1;
+  return omp_num_threads(omp);
+}
+
 Result<StepPlan> plan_this_node(spank_t sp, const Config& config, Mode mode) {
   auto job_id = item<std::uint32_t>(sp, S_JOB_ID, "the job id");
   auto step_id = item<std::uint32_t>(sp, S_JOB_STEPID, "the step id");
@@ -208,8 +235,8 @@ int remote_user_init(spank_t sp) {
         ephemeral && config.port_range.overlaps(*ephemeral)) {
       return fail("port_range=" + std::to_string(config.port_range.first) + "-" +
                   std::to_string(config.port_range.last) +
-                  " overlaps this node's ephemeral port range " +
-                  std::to_string(ephemeral->first) + "-" + std::to_string(ephemeral->last) +
+                  " overlaps this node's ephemeral port range " + std::to_string(ephemeral->first) +
+                  "-" + std::to_string(ephemeral->last) +
                   " (net.ipv4.ip_local_port_range); choose a port_range below it");
     }
     if (!config.env_file.empty()) {
@@ -262,47 +289,20 @@ int remote_task_init(spank_t sp) {
 
   TaskInputs task{*global_id, static_cast<std::uint32_t>(*local_id)};
   for (const auto& [name, value] : task_environment(state.plan, task)) {
-    if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
-      report_error("cannot set " + name + " in the task environment");
-      return -1;
-    }
+    if (!set_task_env(sp, name, value, false, "--ddp")) return -1;
   }
   // Site variables (NCCL, EFA): a value the user set explicitly wins unless env_override=yes.
-  const int overwrite = state.config.env_override ? 1 : 0;
   for (const auto& [name, value] : state.site_env) {
-    spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), overwrite);
-    if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS) {
-      report_error("cannot set " + name + " from env_file");
-      return -1;
-    }
+    if (!set_task_env(sp, name, value, !state.config.env_override, "env_file")) return -1;
   }
   // Derived values never replace a value the user or env_file set.
   for (const auto& [name, value] : state.socket_env) {
-    spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), 0);
-    if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS) {
-      report_error("cannot set " + name + " (socket_ifname=auto)");
-      return -1;
-    }
+    if (!set_task_env(sp, name, value, true, "socket_ifname=auto")) return -1;
   }
   if (state.config.omp_num_threads) {
-    auto current = job_env(sp, "OMP_NUM_THREADS");
-    auto cpus_per_task = job_env(sp, "SLURM_CPUS_PER_TASK");
-    auto cpus_on_node = job_env(sp, "SLURM_CPUS_ON_NODE");
-    OmpInputs omp;
-    omp.current = view(current);
-    omp.cpus_per_task = view(cpus_per_task);
-    omp.cpus_on_node = view(cpus_on_node);
-    omp.task_cpus = sys::affinity_cpus();  // task_init runs in the task's own process
-    omp.step_cpus = state.step_cpus;
-    omp.local_ntasks = state.plan.local_ntasks;
-    omp.workers_per_task = state.plan.mode == Mode::torchrun ? state.plan.nproc_per_node : 1;
-    if (auto threads = omp_num_threads(omp)) {
-      spank_err_t rc = spank_setenv(sp, "OMP_NUM_THREADS", threads->c_str(), 0);
-      if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS) {
-        report_error("cannot set OMP_NUM_THREADS");
-        return -1;
-      }
-    }
+    if (auto threads = task_omp_threads(sp, state);
+        threads && !set_task_env(sp, "OMP_NUM_THREADS", *threads, true, "omp_num_threads=auto"))
+      return -1;
   }
   return 0;
 }
