@@ -13,6 +13,16 @@ load lib
 BOUND=5
 SLACK=4
 
+# The table ddp-check prints for 6 ranks on 3 nodes, 2 per node, over eth0.
+table_3x2() {
+  cat <<EOT
+NODE  HOST    RANKS  LOCAL RANKS  GPUS  INTERFACE        ADDRESS
+0     node01  0,1    0,1          -     eth0 (ethernet)  $SUBNET.11
+1     node02  2,3    0,1          -     eth0 (ethernet)  $SUBNET.12
+2     node03  4,5    0,1          -     eth0 (ethernet)  $SUBNET.13
+EOT
+}
+
 setup() {
   skip_unless_cluster
   "$CLUSTER" set-plugstack ""
@@ -83,11 +93,7 @@ within_bound() {
   [ "$status" -eq 0 ]
   port=$(grep -o "reached $SUBNET.11:[0-9]*" <<<"$output" | cut -d: -f2)
   [ -n "$port" ]
-  expected="NODE  HOST    RANKS  LOCAL RANKS  GPUS  INTERFACE        ADDRESS
-0     node01  0,1    0,1          -     eth0 (ethernet)  $SUBNET.11
-1     node02  2,3    0,1          -     eth0 (ethernet)  $SUBNET.12
-2     node03  4,5    0,1          -     eth0 (ethernet)  $SUBNET.13"
-  diff <(echo "$expected") <(grep -E '^(NODE|[0-9]+ +node)' <<<"$output")
+  diff <(table_3x2) <(grep -E '^(NODE|[0-9]+ +node)' <<<"$output")
   [[ "$output" == *'NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME for `auto`: =eth0'* ]]
   [[ "$output" == *"NCCL phase skipped: "* ]]   # no GPU here: skipped visibly, not failed
   grep -qE "^ddp-check: OK: 6 ranks on 3 nodes reached $SUBNET\.11:$port in [0-9.]+ s$" <<<"$output"
@@ -98,11 +104,7 @@ within_bound() {
   run cl env DDP_NPROC_PER_NODE=2 srun -N3 --ntasks-per-node=1 --ddp=torchrun "$DDP_CHECK_BIN"
   echo "$output"
   [ "$status" -eq 0 ]
-  expected="NODE  HOST    RANKS  LOCAL RANKS  GPUS  INTERFACE        ADDRESS
-0     node01  0,1    0,1          -     eth0 (ethernet)  $SUBNET.11
-1     node02  2,3    0,1          -     eth0 (ethernet)  $SUBNET.12
-2     node03  4,5    0,1          -     eth0 (ethernet)  $SUBNET.13"
-  diff <(echo "$expected") <(grep -E '^(NODE|[0-9]+ +node)' <<<"$output")
+  diff <(table_3x2) <(grep -E '^(NODE|[0-9]+ +node)' <<<"$output")
   [[ "$output" == *"NCCL phase skipped: torchrun mode (a launcher is not a rank)"* ]]
   grep -qE "^ddp-check: OK: 3 node launchers on 3 nodes reached $SUBNET\.11:[0-9]+ in " <<<"$output"
 }

@@ -18,6 +18,16 @@ task_table() {
   "$CLUSTER" run srun "$@" bash -c "echo $TASK_VARS" | sort -n
 }
 
+# Runs CMD on the login host under the plugstack.conf arguments ARGS, then restores the
+# defaults (setup() restores them too, for a test that stops early). Sets $status and $output.
+run_with_plugstack() {
+  local args=$1
+  shift
+  "$CLUSTER" set-plugstack "$args"
+  run "$CLUSTER" run "$@"
+  "$CLUSTER" set-plugstack ""
+}
+
 @test "3 nodes x 2 tasks: every variable, in every task" {
   run task_table -N3 --ntasks-per-node=2 --ddp
   [ "$status" -eq 0 ]
@@ -124,18 +134,14 @@ EOS
 }
 
 @test "an unknown plugstack.conf key stops the plugin and names the key" {
-  "$CLUSTER" set-plugstack "port_range=20000-30999 colour=blue"
-  run "$CLUSTER" run srun -N1 bash -c 'echo RAN'
-  "$CLUSTER" set-plugstack ""
+  run_with_plugstack "port_range=20000-30999 colour=blue" srun -N1 bash -c 'echo RAN'
   [ "$status" -ne 0 ]
   [[ "$output" == *'"colour"'* ]]
   [[ "$output" != *RAN* ]]
 }
 
 @test "a bad plugstack.conf value names the key and the value" {
-  "$CLUSTER" set-plugstack "port_range=40000-30000"
-  run "$CLUSTER" run srun -N1 bash -c 'echo RAN'
-  "$CLUSTER" set-plugstack ""
+  run_with_plugstack "port_range=40000-30000" srun -N1 bash -c 'echo RAN'
   [ "$status" -ne 0 ]
   [[ "$output" == *port_range* ]]
   [[ "$output" == *40000-30000* ]]
@@ -185,26 +191,20 @@ EOS
 }
 
 @test "host_suffix is applied before resolving, and an unresolvable head fails clearly" {
-  "$CLUSTER" set-plugstack "host_suffix=-nosuchnet"
-  run "$CLUSTER" run srun -N2 --ddp bash -c 'echo RAN'
-  "$CLUSTER" set-plugstack ""
+  run_with_plugstack "host_suffix=-nosuchnet" srun -N2 --ddp bash -c 'echo RAN'
   [ "$status" -ne 0 ]
   [[ "$output" == *'node01-nosuchnet'* ]]
   [[ "$output" != *RAN* ]]
 }
 
 @test "addr=hostname exports the head node's name" {
-  "$CLUSTER" set-plugstack "addr=hostname"
-  run "$CLUSTER" run srun -N3 --ddp bash -c 'echo $MASTER_ADDR'
-  "$CLUSTER" set-plugstack ""
+  run_with_plugstack "addr=hostname" srun -N3 --ddp bash -c 'echo $MASTER_ADDR'
   [ "$status" -eq 0 ]
   [ "$output" = $'node01\nnode01\nnode01' ]
 }
 
 @test "networks= that matches none of the head's addresses is refused with what it resolved to" {
-  "$CLUSTER" set-plugstack "networks=192.0.2.0/24"
-  run "$CLUSTER" run srun -N2 --ddp bash -c 'echo RAN'
-  "$CLUSTER" set-plugstack ""
+  run_with_plugstack "networks=192.0.2.0/24" srun -N2 --ddp bash -c 'echo RAN'
   [ "$status" -ne 0 ]
   [[ "$output" == *"$SUBNET.11"* ]]
   [[ "$output" != *RAN* ]]
