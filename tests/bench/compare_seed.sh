@@ -81,7 +81,8 @@ one_run() {
   t0=$(date +%s%N)
   id=$("$cluster" run sbatch --parsable --output="$out" "$work/$kind.slurm")
   wait_end "$id"
-  [[ $(grep -c '^past_init ' "$out") -eq 6 ]] || { cat "$out" >&2; die "$kind job $id: not all 6 ranks got past init"; }
+  [[ $(awk '$1 == "past_init" && $3 == 6' "$out" | wc -l) -eq 6 ]] ||
+    { cat "$out" >&2; die "$kind job $id: not all 6 ranks got past init in a world of 6"; }
   last=$(awk '$1 == "past_init" {print $4}' "$out" | sort -n | tail -1)
   echo $(((last - t0) / 1000000))
 }
