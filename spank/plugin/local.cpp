@@ -4,6 +4,7 @@
 #include <string>
 
 #include "plugin_state.hpp"
+#include "rules.hpp"
 
 namespace ddp {
 
@@ -18,9 +19,8 @@ int local_user_init(spank_t sp) {
     return 0;  // the shape is unknown here; slurmstepd checks it again per node
   }
   if (ntasks > nnodes) {
-    report_error("--ddp=torchrun starts one torchrun launcher per node, but this step has " +
-                 std::to_string(ntasks) + " tasks on " + std::to_string(nnodes) +
-                 " nodes; use --ntasks-per-node=1 (torchrun starts the workers itself)");
+    // The same words as slurmstepd's check (rules.hpp), which sees one node at a time.
+    report_error(torchrun_refusal(ntasks, std::to_string(nnodes) + " nodes"));
     return -1;
   }
   return 0;
