@@ -1,13 +1,13 @@
 // The only file that defines the plugin's exported symbols. Each callback switches on the
 // Slurm context and runs its handler behind a wall: no exception, abort path or C++ error
 // crosses into srun, sbatch or slurmstepd; failures become "ddp: ..." messages and -1.
+#include <slurm/slurm_version.h>
+
 #include <exception>
 #include <new>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <slurm/slurm_version.h>
 
 #include "plugin_state.hpp"
 
@@ -53,8 +53,12 @@ PluginState& plugin_state() {
   return state;
 }
 
-void report_error(const std::string& message) { slurm_error("ddp: %s", message.c_str()); }
-void report_info(const std::string& message) { slurm_verbose("ddp: %s", message.c_str()); }
+void report_error(const std::string& message) {
+  slurm_error("ddp: %s", message.c_str());
+}
+void report_info(const std::string& message) {
+  slurm_verbose("ddp: %s", message.c_str());
+}
 
 int on_ddp_option(const char* value) {
   PluginState& state = plugin_state();

@@ -7,7 +7,6 @@
 #include "config.hpp"
 #include "envfile.hpp"
 #include "environment.hpp"
-
 #include "spank_api.hpp"
 
 namespace ddp {
