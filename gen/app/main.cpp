@@ -85,7 +85,7 @@ int run(int argc, char** argv) {
   cli.add_option("--set", in.sets, "override a job key: KEY=VALUE (repeatable)");
 
   auto* profiles = cli.add_subcommand("profiles", "list the site profiles found");
-  auto* profile_cmd = cli.add_subcommand("profile", "inspect one site profile");
+  auto* profile_cmd = cli.add_subcommand("profile", "inspect a site profile, or draft one");
   auto* show = profile_cmd->add_subcommand("show", "print a profile and the ones it extends");
   std::string show_name;
   show->add_option("name", show_name, "profile NAME or PATH")->required();
