@@ -40,13 +40,28 @@ done
 # The installed ddpgen finds the installed profiles and schema, not the source tree's.
 ddpgen profiles | grep -q '^puhti ' || fail "installed ddpgen lists no puhti profile"
 cmp -s <(ddpgen schema job) /usr/share/slurm-ddp/schema/job.schema.json || fail "installed job schema differs from ddpgen schema job"
-# Debian's plugstack.conf includes plugstack.conf.d/*.conf: installing must not enable --ddp.
-if srun --help 2>/dev/null | grep -q -- --ddp; then fail "installing the package enabled --ddp in srun"; fi
-
 "$cluster" up --plugin "$plugin" || { echo "FAIL: cluster.sh up --plugin $plugin"; exit 1; }
 export DDP_CHECK_BIN=/usr/bin/ddp-check DDPGEN=/usr/bin/ddpgen
 for bats in plugin check; do
   "$repo/tests/cluster/run-bats.sh" "$repo/tests/cluster/$bats.bats" || fail "$bats.bats against the installed files"
 done
+
+# The installed snippet as Debian's plugstack.conf uses it (include plugstack.conf.d/*.conf)
+# enables nothing; the same file with its one documented line uncommented enables --ddp.
+# (The cluster reads its own plugstack.conf; the next srun sees a change.)
+id=${DDP_CLUSTER_ID:-0}
+state=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster$( ((id == 0)) || echo "-$id")}
+enabled=$(mktemp -d)
+sed "s|^# required $plugin$|required $plugin|" /etc/slurm/plugstack.conf.d/ddp.conf >"$enabled/ddp.conf"
+printf 'include /etc/slurm/plugstack.conf.d/*.conf\n' >"$state/etc/plugstack.conf"
+if "$cluster" run srun --help | grep -q -- '--ddp'; then
+  fail "the installed /etc/slurm/plugstack.conf.d/ddp.conf enables --ddp by itself"
+fi
+printf 'include %s/*.conf\n' "$enabled" >"$state/etc/plugstack.conf"
+"$cluster" run srun --help | grep -q -- '--ddp' ||
+  fail "uncommenting the required line of the installed ddp.conf does not enable --ddp"
+"$cluster" run srun -N3 --ddp printenv RANK | sort | paste -sd' ' | grep -qx '0 1 2' ||
+  fail "with the line enabled, srun -N3 --ddp does not give RANK 0 1 2"
+rm -rf "$enabled"
 ((fails == 0)) || { echo "$fails check(s) failed"; exit 1; }
 echo "installed packages: plugin and check cluster tests passed"
