@@ -7,6 +7,7 @@
 #include "../core/job.hpp"
 #include "../core/plan.hpp"
 #include "../core/render.hpp"
+#include "commands.hpp"
 #include "files.hpp"
 #include "paths.hpp"
 #include "profile_store.hpp"
@@ -81,17 +82,30 @@ int run(int argc, char** argv) {
   cli.add_option("--set", in.sets, "override a job key: KEY=VALUE (repeatable)");
 
   auto* profiles = cli.add_subcommand("profiles", "list the site profiles found");
-  auto* profile_cmd = cli.add_subcommand("profile", "inspect one site profile");
+  auto* profile_cmd = cli.add_subcommand("profile", "inspect a site profile, or draft one");
   auto* show = profile_cmd->add_subcommand("show", "print a profile and the ones it extends");
   std::string show_name;
   show->add_option("name", show_name, "profile NAME or PATH")->required();
+  auto* init = profile_cmd->add_subcommand("init", "draft a profile from the live cluster");
+  std::string init_name = "mysite", init_output;
+  init->add_option("--name", init_name, "the profile's name (default mysite)");
+  init->add_option("-o,--output", init_output, "write the profile here instead of stdout");
   profile_cmd->require_subcommand(1);
+  auto* schema = cli.add_subcommand("schema", "print the JSON Schema of the job file or profile");
+  std::string schema_kind;
+  bool schema_keys = false;
+  schema->add_option("kind", schema_kind, "job or profile")
+      ->required()
+      ->check(CLI::IsMember({"job", "profile"}));
+  schema->add_flag("--keys", schema_keys, "print the job keys --set accepts, one per line");
   auto* validate =
       cli.add_subcommand("validate", "check a job file against a profile; write nothing");
   Inputs vin;
   validate->add_option("--profile", vin.profile, "site profile: NAME or PATH")->required();
-  validate->add_option("job", vin.job_file, "job file (YAML)")->required();
+  validate->add_option("job", vin.job_file, "job file (YAML); optional with --live");
   validate->add_option("--set", vin.sets, "override a job key: KEY=VALUE (repeatable)");
+  bool live = false;
+  validate->add_flag("--live", live, "also compare the profile with the cluster this runs on");
   cli.require_subcommand(0, 1);
 
   try {
@@ -111,9 +125,24 @@ int run(int argc, char** argv) {
     list_profiles();
   } else if (show->parsed()) {
     show_profile(show_name);
+  } else if (init->parsed()) {
+    unwrap(app::profile_init(init_name, init_output));
+  } else if (schema->parsed()) {
+    unwrap(app::print_schema(schema_kind == "job" ? SchemaKind::job : SchemaKind::profile,
+                             schema_keys));
   } else if (validate->parsed()) {
-    render_job(vin);
-    std::cerr << "ddpgen: " << vin.job_file << ": valid for profile \"" << vin.profile << "\"\n";
+    if (vin.job_file.empty() && !live) {
+      std::cerr << "ddpgen: error: validate needs a job file, or --live (see ddpgen --help)\n";
+      return 2;
+    }
+    if (!vin.job_file.empty()) {
+      render_job(vin);
+      std::cerr << "ddpgen: " << vin.job_file << ": valid for profile \"" << vin.profile << "\"\n";
+    }
+    if (live) {
+      const Profile profile = unwrap(app::load_profile(vin.profile, app::profile_dirs()));
+      if (unwrap(app::report_live(profile, vin.profile)) > 0) return 1;
+    }
   } else {
     if (in.profile.empty() || in.job_file.empty()) {
       std::cerr << "ddpgen: error: usage: ddpgen --profile NAME|PATH JOB.yaml [-o FILE] "
