@@ -20,6 +20,9 @@ readonly k_packages=(
   shellcheck bats iproute2 util-linux mount procps hostname coreutils
   # tests/bench/compare_seed.sh counts the processes a batch script starts
   strace
+  # debootstrap makes the Debian userlands of the other Slurm releases the cluster tests run
+  # (tests/cluster/userland.sh: Debian 13's 24.11, unstable's 26.05)
+  debootstrap
   # Lmod, for the site-emulation tests (cluster.sh up --site: sites' module names, stubbed)
   lmod
   # packages (contrib/package.sh: .deb and .rpm) and their checks; man pages; the JSON
