@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "rules.hpp"
 #include "text.hpp"
 
 namespace ddp {
@@ -54,9 +55,7 @@ Result<void> check_port_window(PortRange window, std::optional<PortRange> epheme
 
 Result<void> check_launcher_layout(Mode mode, std::uint64_t ntasks, std::uint64_t nnodes) {
   if (mode != Mode::torchrun || ntasks <= nnodes) return {};
-  return fail("--ddp=torchrun starts one torchrun launcher per node, but this step has " +
-              number(ntasks) + " tasks on " + number(nnodes) +
-              " nodes; use --ntasks-per-node=1 (torchrun starts the workers itself)");
+  return fail(torchrun_refusal(ntasks, number(nnodes) + " nodes"));
 }
 
 Result<void> check_rank0_placement(Mode mode, std::uint32_t node_rank,

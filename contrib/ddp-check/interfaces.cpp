@@ -78,10 +78,4 @@ Result<std::string> choose_socket_ifname(std::span<const NetInterface> interface
   return exact_ifname(best->name);
 }
 
-std::optional<std::string> omp_num_threads(std::optional<std::string_view> current,
-                                           unsigned affinity_cpus) {
-  if (current && !current->empty()) return std::nullopt;
-  return std::to_string(affinity_cpus == 0 ? 1 : affinity_cpus);
-}
-
 }  // namespace ddp::check

@@ -3,7 +3,6 @@
 
 #include <cuda_runtime.h>
 #include <nccl.h>
-
 #include <unistd.h>
 
 #include <cstring>

@@ -229,16 +229,21 @@ Result<IpAddress> route_source(const IpAddress& destination) {
 }
 
 unsigned affinity_cpus() {
-  // Sized for 8192 CPUs: a fixed cpu_set_t (1024) makes sched_getaffinity fail on larger nodes.
-  constexpr int k_max_cpus = 8192;
-  cpu_set_t* set = CPU_ALLOC(k_max_cpus);
-  if (set == nullptr) return 0;
-  const std::size_t size = CPU_ALLOC_SIZE(k_max_cpus);
-  CPU_ZERO_S(size, set);
-  unsigned count = 0;
-  if (::sched_getaffinity(0, size, set) == 0) count = static_cast<unsigned>(CPU_COUNT_S(size, set));
-  CPU_FREE(set);
-  return count;
+  // Start at the kernel's usual mask size and double while the kernel says the set is too
+  // small (EINVAL), up to 2^20 CPUs.
+  for (int cpus = 1024; cpus <= (1 << 20); cpus *= 2) {
+    cpu_set_t* set = CPU_ALLOC(cpus);
+    if (set == nullptr) return 0;
+    const std::size_t size = CPU_ALLOC_SIZE(cpus);
+    CPU_ZERO_S(size, set);
+    const int rc = ::sched_getaffinity(0, size, set);
+    const int error = errno;
+    const unsigned count = rc == 0 ? static_cast<unsigned>(CPU_COUNT_S(size, set)) : 0;
+    CPU_FREE(set);
+    if (rc == 0) return count;
+    if (error != EINVAL) return 0;
+  }
+  return 0;
 }
 
 std::optional<std::uint32_t> nvidia_gpus() {

@@ -18,7 +18,7 @@
 #include <utility>
 
 #include "interfaces.hpp"
-#include "probe.hpp"
+#include "system.hpp"
 
 namespace ddp::check {
 namespace {
@@ -227,8 +227,8 @@ struct Session::State {
     socklen_t len = sizeof local;
     if (getsockname(client.fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
       auto* sa = reinterpret_cast<sockaddr*>(&local);
-      id.self.address = probe::address_text(sa);
-      if (auto name = probe::interface_of(sa)) {
+      id.self.address = sys::address_text(sa);
+      if (auto name = sys::interface_of(sa)) {
         id.self.ifname = *name;
         id.self.if_kind = std::string(kind_name(classify_interface(*name)));
       }
@@ -245,7 +245,7 @@ struct Session::State {
       if (fd < 0) return;  // EAGAIN, or out of descriptors: poll tells us again
       Conn c;
       c.fd = fd;
-      c.peer = probe::address_text(reinterpret_cast<sockaddr*>(&peer));
+      c.peer = sys::address_text(reinterpret_cast<sockaddr*>(&peer));
       conns.push_back(std::move(c));
     }
   }

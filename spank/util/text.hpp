@@ -1,4 +1,5 @@
-// Small text helpers shared by the core's parsers. Internal: not part of the core's API.
+// Text and number helpers shared by the plugin, ddp-check and ddpgen: the one way to read a
+// number, quote a value for a message, split and join, and suggest a close name.
 #pragma once
 
 #include <charconv>
@@ -8,6 +9,9 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
+
+#include "result.hpp"
 
 namespace ddp::text {
 
@@ -55,6 +59,42 @@ inline std::string quote(std::string_view s, std::size_t max_chars = 80) {
   if (shown < s.size()) out += "...";
   out += '"';
   return out;
+}
+
+// `s` without leading and trailing blanks (space, tab, CR, LF).
+std::string_view trim(std::string_view s);
+
+// The fields of `s` between `separator`s, empty fields kept ("a,,b" -> "a", "", "b"); an empty
+// `s` gives one empty field.
+std::vector<std::string_view> split(std::string_view s, char separator);
+
+// `parts` with `separator` between them.
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+
+// A whole number from `min` to `max`, written as decimal digits only; the error names
+// `description`, the value and the bounds: `--port "x": expected a whole number from 1 to 65535`.
+Result<std::uint64_t> parse_unsigned(std::string_view value, std::uint64_t min, std::uint64_t max,
+                                     std::string_view description);
+
+// Levenshtein distance between two short names.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `name` for a "did you mean" hint, or "" when none is close: at most
+// max(2, length/3) edits, so short names suggest only near misses. The first of equally close
+// candidates wins.
+template <class Range>
+std::string did_you_mean(std::string_view name, const Range& candidates) {
+  const std::size_t limit = name.size() / 3 > 2 ? name.size() / 3 : 2;
+  std::string best;
+  std::size_t best_distance = limit + 1;
+  for (const auto& candidate : candidates) {
+    const std::size_t d = edit_distance(name, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = std::string(candidate);
+    }
+  }
+  return best;
 }
 
 }  // namespace ddp::text

@@ -1,5 +1,6 @@
 // Network interface policy: what kind an interface is, which one NCCL and gloo should use when
-// a site asks for `auto`, and OMP_NUM_THREADS. Pure: names and numbers in, values out.
+// a site asks for `auto` (OMP_NUM_THREADS: the plugin's rule, rules.hpp). Pure: names and numbers
+// in, values out.
 #pragma once
 
 #include <optional>
@@ -42,10 +43,5 @@ std::string exact_ifname(std::string_view name);
 // bridges and RDMA-only devices never. The error says that no interface qualifies.
 Result<std::string> choose_socket_ifname(std::span<const NetInterface> interfaces,
                                          std::optional<std::string_view> route_ifname);
-
-// OMP_NUM_THREADS for a task: nullopt when the user set it already, else the number of CPUs in
-// the task's affinity mask (at least 1), so that each rank's threads fill its own CPUs only.
-std::optional<std::string> omp_num_threads(std::optional<std::string_view> current,
-                                           unsigned affinity_cpus);
 
 }  // namespace ddp::check

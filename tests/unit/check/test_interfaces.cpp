@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "interfaces.hpp"
+#include "rules.hpp"
 
 namespace ddp::check {
 namespace {
@@ -70,11 +71,20 @@ TEST(Interfaces, ChoosesRouteThenBestKindInExactForm) {
   }
 }
 
+// ddp-check --topology reports the plugin's OMP_NUM_THREADS rule (rules.hpp) for what one
+// process sees: its affinity mask, unless the user set the variable. With no CPU count at all
+// the plugin leaves the variable alone, and ddp-check says "unknown" (it used to print 1).
 TEST(Interfaces, OmpThreadsFromAffinityUnlessSet) {
-  EXPECT_EQ(omp_num_threads(std::nullopt, 12), "12");
-  EXPECT_EQ(omp_num_threads(std::string_view(""), 4), "4");
-  EXPECT_EQ(omp_num_threads(std::nullopt, 0), "1");
-  EXPECT_EQ(omp_num_threads(std::string_view("2"), 12), std::nullopt);
+  auto omp = [](std::optional<std::string_view> current, unsigned affinity) {
+    OmpInputs in;
+    in.current = current;
+    in.task_cpus = affinity;
+    return omp_num_threads(in);
+  };
+  EXPECT_EQ(omp(std::nullopt, 12), "12");
+  EXPECT_EQ(omp(std::string_view(""), 4), "4");
+  EXPECT_EQ(omp(std::nullopt, 0), std::nullopt);
+  EXPECT_EQ(omp(std::string_view("2"), 12), std::nullopt);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // A node's GPUs and network interfaces as hwloc sees them, from the live node or from an
-// hwloc XML export (tests keep a few in tests/check/topologies/ so that no GPU is needed).
+// hwloc XML export (tests keep a few in tests/unit/check/topologies/ so that no GPU is needed).
 #pragma once
 
 #include <string>

@@ -1,18 +1,19 @@
-// System queries for ddp-check: getifaddrs, getsockname, sched_getaffinity. No external command.
-#include "probe.hpp"
-
+// Socket-level queries for ddp-check's session: host name, which interface holds an address,
+// the route to a host. getifaddrs, getsockname; no external command.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <memory>
 
-namespace ddp::check::probe {
+#include "system.hpp"
+
+namespace ddp::sys {
 namespace {
 
 bool same_address(const sockaddr* a, const sockaddr* b) {
@@ -83,11 +84,4 @@ std::optional<std::string> route_interface(const std::string& host) {
   return std::nullopt;
 }
 
-unsigned affinity_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-  return static_cast<unsigned>(CPU_COUNT(&set));
-}
-
-}  // namespace ddp::check::probe
+}  // namespace ddp::sys

@@ -17,14 +17,20 @@
 #include "interfaces.hpp"
 #include "nccl_phase.hpp"
 #include "options.hpp"
-#include "probe.hpp"
+#include "rules.hpp"
 #include "session.hpp"
+#include "system.hpp"
+#include "text.hpp"
 #include "topology.hpp"
 #include "verify.hpp"
 
 namespace {
 
 using namespace ddp::check;
+namespace sys = ddp::sys;
+namespace text = ddp::text;
+using ddp::omp_num_threads;
+using ddp::OmpInputs;
 
 constexpr int k_exit_ok = 0;
 constexpr int k_exit_fault = 1;
@@ -69,15 +75,31 @@ int show_topology(const Options& o) {
   std::fputs(describe_topology(*topo).c_str(), stdout);
   std::optional<std::string> route;
   if (o.route_to) {
-    route = probe::route_interface(*o.route_to);
+    route = sys::route_interface(*o.route_to);
     std::printf("route to %s: %s\n", o.route_to->c_str(), route ? route->c_str() : "none");
   }
   auto ifname = choose_socket_ifname(topo->interfaces, route);
   std::printf("NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME (auto): %s\n",
               ifname ? ifname->c_str() : ("none: " + ifname.error().message).c_str());
   if (!o.topology) {
-    auto omp = omp_num_threads(getenv_lookup("OMP_NUM_THREADS"), probe::affinity_cpus());
-    std::printf("OMP_NUM_THREADS: %s\n", omp ? omp->c_str() : "already set, kept");
+    // The plugin's rule (rules.hpp), fed with what this process sees: its own CPUs stand for
+    // the step's, as in the plugin when slurmstepd's mask is unknown.
+    const auto current = getenv_lookup("OMP_NUM_THREADS");
+    const auto cpus_per_task = getenv_lookup("SLURM_CPUS_PER_TASK");
+    const auto cpus_on_node = getenv_lookup("SLURM_CPUS_ON_NODE");
+    OmpInputs in;
+    if (current) in.current = *current;
+    if (cpus_per_task) in.cpus_per_task = *cpus_per_task;
+    if (cpus_on_node) in.cpus_on_node = *cpus_on_node;
+    in.task_cpus = sys::affinity_cpus();
+    if (auto local = getenv_lookup("LOCAL_WORLD_SIZE")) {
+      in.local_ntasks = text::parse_uint<std::uint32_t>(*local).value_or(1);
+    }
+    auto omp = omp_num_threads(in);
+    const bool kept = in.current && !in.current->empty();
+    std::printf("OMP_NUM_THREADS: %s\n", omp    ? omp->c_str()
+                                         : kept ? "already set, kept"
+                                                : "unknown");
   }
   return k_exit_ok;
 }
@@ -239,7 +261,7 @@ int main(int argc, char** argv) {
   }
   if (options->topology || options->topology_live) return show_topology(*options);
 
-  auto identity = read_identity(getenv_lookup, options->scope, probe::hostname());
+  auto identity = read_identity(getenv_lookup, options->scope, sys::hostname());
   if (!identity) {
     say("error: " + identity.error().message);
     return k_exit_usage;

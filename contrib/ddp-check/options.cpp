@@ -5,16 +5,11 @@
 #include <cmath>
 #include <string>
 
+#include "rules.hpp"
+#include "text.hpp"
+
 namespace ddp::check {
 namespace {
-
-std::optional<std::uint64_t> parse_u64(std::string_view s) {
-  if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
-  std::uint64_t value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return value;
-}
 
 std::optional<double> parse_positive(std::string_view s) {
   if (s.empty() || !((s.front() >= '0' && s.front() <= '9') || s.front() == '.')) {
@@ -49,7 +44,7 @@ Result<double> parse_busbw(std::string_view what, std::string_view text) {
 Result<std::uint32_t> need_u32(const EnvLookup& env, std::string_view name, std::string_view hint) {
   auto value = env(name);
   if (!value) return fail(std::string(name) + " is not set" + std::string(hint));
-  auto n = parse_u64(*value);
+  auto n = text::parse_uint<std::uint64_t>(*value);
   if (!n || *n > 0xffffffffull) {
     return fail(std::string(name) + "=\"" + value->substr(0, 40) +
                 "\": expected a non-negative integer");
@@ -146,7 +141,7 @@ Result<Options> parse_options(std::span<const std::string_view> args, const EnvL
     } else if (name == "--nccl-bytes") {
       auto v = value_of(name);
       if (!v) return std::unexpected(v.error());
-      auto n = parse_u64(*v);
+      auto n = text::parse_uint<std::uint64_t>(*v);
       if (!n || *n < 4 || *n > (16ull << 30)) {
         return fail("--nccl-bytes=" + std::string(v->substr(0, 40)) +
                     ": expected a size in bytes from 4 to 17179869184");
@@ -200,11 +195,11 @@ Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced
   auto port_text = env("MASTER_PORT");
   if (!port_text) port_text = env("PET_MASTER_PORT");
   if (!port_text) return fail("MASTER_PORT is not set" + std::string(k_hint));
-  auto port = parse_u64(*port_text);
-  if (!port || *port == 0 || *port > 65535) {
+  auto port = parse_port(*port_text);
+  if (!port) {
     return fail("MASTER_PORT=\"" + port_text->substr(0, 40) + "\": expected a port 1-65535");
   }
-  id.master_port = static_cast<std::uint16_t>(*port);
+  id.master_port = *port;
 
   Hello& h = id.self;
   auto node_rank = maybe_u32(env, "NODE_RANK");

@@ -1,9 +1,10 @@
 // The hello and verdict lines: `ddp-check/1 hello key=value ...` and `ddp-check/1 ok|fail|nccl`.
 #include "hello.hpp"
 
-#include <charconv>
 #include <string>
 #include <vector>
+
+#include "text.hpp"
 
 namespace ddp::check {
 namespace {
@@ -20,14 +21,6 @@ std::string token(std::string_view value) {
     out += (u <= 0x20 || u == 0x7f) ? '_' : c;
   }
   return out;
-}
-
-std::optional<std::uint32_t> parse_u32(std::string_view s) {
-  if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
-  std::uint32_t value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return value;
 }
 
 std::vector<std::string_view> split_spaces(std::string_view line) {
@@ -117,13 +110,13 @@ Result<Hello> parse_hello(std::string_view line) {
     if (value.size() > k_max_value) return fail("hello: value of " + shown(key) + " too long");
 
     auto number = [&](std::uint32_t& out) -> bool {
-      auto n = parse_u32(value);
+      auto n = text::parse_uint<std::uint32_t>(value);
       if (n) out = *n;
       return n.has_value();
     };
     auto optional_number = [&](std::optional<std::uint32_t>& out) -> bool {
       if (value == "-") return true;
-      auto n = parse_u32(value);
+      auto n = text::parse_uint<std::uint32_t>(value);
       if (n) out = *n;
       return n.has_value();
     };

@@ -1,5 +1,6 @@
-// The hwloc reader on hand-made XML topologies (tests/check/topologies, see make_topologies.py):
-// GPUs counted once per device, interfaces classified, locality and the `auto` interface.
+// The hwloc reader on hand-made XML topologies (tests/unit/check/topologies, see
+// make_topologies.py): GPUs counted once per device, interfaces classified, locality and the `auto`
+// interface.
 #include <gtest/gtest.h>
 
 #include <string>

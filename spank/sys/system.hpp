@@ -1,6 +1,9 @@
-// The plugin's only contact with the operating system: name resolution, the node's own
-// addresses, a test bind, and reading small files. No external command, no fork.
+// The one operating-system layer of the plugin and ddp-check: name resolution, the node's own
+// addresses and routes, affinity, a test bind, and reading small files. No spank.h, no hwloc,
+// no external command, no fork.
 #pragma once
+
+#include <sys/socket.h>
 
 #include <cstdint>
 #include <optional>
@@ -44,8 +47,22 @@ std::vector<InterfaceAddress> interface_addresses();
 // connected (which only consults the routing table; no packet leaves) and asked getsockname().
 Result<IpAddress> route_source(const IpAddress& destination);
 
-// CPUs in the calling thread's affinity mask (sched_getaffinity), 0 if unknown.
+// CPUs in the calling thread's affinity mask (sched_getaffinity), 0 if unknown. The CPU set
+// is sized at run time: a fixed cpu_set_t holds 1024 CPUs and fails on larger nodes.
 unsigned affinity_cpus();
+
+// gethostname(), "?" if it fails.
+std::string hostname();
+
+// The interface that holds local address `addr` (getifaddrs), nullopt if none does.
+std::optional<std::string> interface_of(const sockaddr* addr);
+
+// "10.0.0.5" / "fe80::1" for a socket address; an IPv4-mapped IPv6 address as IPv4.
+std::string address_text(const sockaddr* addr);
+
+// The interface the kernel routes `host` through: a connected UDP socket (no packet is sent),
+// getsockname, then interface_of. nullopt when `host` does not resolve or has no route.
+std::optional<std::string> route_interface(const std::string& host);
 
 // NVIDIA GPUs the loaded driver lists (/proc/driver/nvidia/gpus/*), nullopt without the
 // driver. Reads one directory: no library, no device is opened.
