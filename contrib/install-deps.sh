@@ -20,6 +20,8 @@ readonly k_packages=(
   shellcheck bats iproute2 util-linux mount procps hostname coreutils
   # tests/bench/compare_seed.sh counts the processes a batch script starts
   strace
+  # libFuzzer for tests/fuzz: clang-16 (clang 14 has no std::expected with libstdc++ 12)
+  clang-16 libclang-rt-16-dev
   # Lmod, for the site-emulation tests (cluster.sh up --site: sites' module names, stubbed)
   lmod
 )
