@@ -9,7 +9,6 @@
 namespace ddp {
 namespace {
 
-
 // splitmix64's finalizer: consecutive job ids land far apart in the window.
 std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 30;
