@@ -77,7 +77,7 @@ s = socket.socket(); s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(); time.s
     run "$CLUSTER" run srun -N2 bash -c 'echo RAN'
     [ "$status" -eq 0 ]
     [ "$output" = $'RAN\nRAN' ]
-    run "$CLUSTER" run sbatch --parsable -N1 --wrap true
+    run "$CLUSTER" run sbatch --parsable -N1 --output=/dev/null --wrap true
     [ "$status" -eq 0 ]
     wait_job "$output" 60
     run "$CLUSTER" run srun -N2 --ddp bash -c 'echo RAN'
