@@ -23,6 +23,8 @@ readonly k_packages=(
   # debootstrap makes the Debian userlands of the other Slurm releases the cluster tests run
   # (tests/cluster/userland.sh: Debian 13's 24.11, unstable's 26.05)
   debootstrap
+  # libFuzzer for tests/fuzz: clang-16 (clang 14 has no std::expected with libstdc++ 12)
+  clang-16 libclang-rt-16-dev
   # Lmod, for the site-emulation tests (cluster.sh up --site: sites' module names, stubbed)
   lmod
   # packages (contrib/package.sh: .deb and .rpm) and their checks; man pages; the JSON

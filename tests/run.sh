@@ -3,7 +3,8 @@
 # with warnings as errors, runs every ctest test (unit, golden, packages, real-cluster), repeats
 # the build and the tests for every other Slurm release asked for, then rebuilds the unit-tested
 # code with AddressSanitizer + UndefinedBehaviorSanitizer and runs it again.
-# Root on Debian 12. DDP_SKIP_DEPS=1 skips the package step; DDP_SKIP_ASAN=1 the sanitizer build.
+# Root on Debian 12. DDP_SKIP_DEPS=1 skips the package step; DDP_SKIP_ASAN=1 the sanitizer build;
+# DDP_SKIP_FUZZ=1 the libFuzzer run.
 #
 # Slurm releases: DDP_SLURM_RELEASES (default "22.05": this machine's own Slurm; the whole
 # matrix is DDP_SLURM_RELEASES="22.05 24.11 26.05", which makes each other release's userland on
@@ -106,4 +107,15 @@ if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
   cmake --build "$root/build-asan" -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -LE cluster
+fi
+
+if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
+  # The parsers of what users and admins write, under libFuzzer + ASan + UBSan, 20 s each from
+  # the checked-in corpus (tests/fuzz/corpus). Only the core is built: clang-16, no Slurm.
+  echo "== libFuzzer: hostlist, tasks per node, plugstack arguments, env_file"
+  cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++-16 -DDDP_WERROR=ON \
+    -DDDP_BUILD_FUZZERS=ON -DDDP_SANITIZE=ON -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_PLUGIN=OFF \
+    -DDDP_BUILD_CHECK=OFF -DDDP_BUILD_GEN=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake --build "$root/build-fuzz" -j"$jobs"
+  ctest --test-dir "$root/build-fuzz" --output-on-failure -L fuzz
 fi

@@ -8,6 +8,8 @@
 #   cluster.sh status                    namespaces, daemons, sinfo; exit 1 when not up
 #   cluster.sh run CMD...                run CMD on the login host (srun, sbatch, salloc, ...)
 #   cluster.sh set-plugstack "k=v ..."   rewrite plugstack.conf; applies to the next step
+#   cluster.sh set-plugstack-kind required|optional   the plugin's plugstack.conf keyword
+#   cluster.sh set-hosts NODE [FILE]     NODE's /etc/hosts from FILE (none: the common one)
 #   cluster.sh install-plugin PATH       replace the plugin; applies to the next step
 #   cluster.sh check                     exit 77 naming what is missing to run a cluster
 #   cluster.sh logs                      the last lines of every daemon log
@@ -101,7 +103,8 @@ as_host() {
   # shellcheck disable=SC2016  # the inner script reads its own positional parameters
   "${launcher[@]}" nsenter --net="/run/netns/$k_ns_prefix$ns" \
     unshare --uts --mount --propagation private -- \
-    /bin/sh -c 'hostname "$1" && mount --bind "$2/hosts" "$3/etc/hosts" &&
+    /bin/sh -c 'hosts="$2/hosts.$1"; [ -e "$hosts" ] || hosts="$2/hosts"
+                hostname "$1" && mount --bind "$hosts" "$3/etc/hosts" &&
                 mount --bind "$2/nsswitch.conf" "$3/etc/nsswitch.conf" && shift 3 && exec "$@"' \
     as_host "$hostname" "$etc" "${root%/}" "${enter[@]}" "$@"
 }
@@ -178,6 +181,10 @@ write_config() {
     local i
     for i in "${!k_nodes[@]}"; do echo "${k_node_ips[$i]} ${k_nodes[$i]}"; done
   } >"$etc/hosts"
+  # Each node gets its own copy, bind-mounted as its /etc/hosts, so that a test can give nodes
+  # different views of the same names (set-hosts rewrites a copy in place, keeping the mount).
+  local node
+  for node in "${k_nodes[@]}"; do cp "$etc/hosts" "$etc/hosts.$node"; done
   # Names resolve from that file only: no DNS query ever leaves a namespace, and a name that is
   # not in it (a test's "node01-nosuchnet") fails at once.
   sed -E 's/^hosts:.*/hosts: files/' "$(userland_root | sed 's|/$||')/etc/nsswitch.conf" >"$etc/nsswitch.conf"
@@ -299,8 +306,10 @@ current_site() {
 write_plugstack() {
   local args
   args=$(cat "$etc/plugstack.args" 2>/dev/null || true)
+  local kind
+  kind=$(cat "$etc/plugstack.kind" 2>/dev/null || echo required)
   if [[ -e $plugin_so ]]; then
-    printf 'required %s%s\n' "$plugin_so" "${args:+ $args}" >"$etc/plugstack.conf.tmp"
+    printf '%s %s%s\n' "$kind" "$plugin_so" "${args:+ $args}" >"$etc/plugstack.conf.tmp"
   else
     [[ -z $args ]] || die "plugstack arguments given but no plugin installed (cluster.sh install-plugin PATH)"
     : >"$etc/plugstack.conf.tmp"
@@ -326,6 +335,23 @@ cmd_set_plugstack() {
   [[ -d $etc ]] || die "set-plugstack: no cluster configuration in $k_state (run: cluster.sh up)"
   printf '%s' "${1:-}" >"$etc/plugstack.args"
   write_plugstack
+}
+
+cmd_set_plugstack_kind() {
+  [[ -d $etc ]] || die "set-plugstack-kind: no cluster configuration in $k_state (run: cluster.sh up)"
+  case ${1:-} in
+    required | optional) printf '%s' "$1" >"$etc/plugstack.kind" ;;
+    *) die "set-plugstack-kind: '${1:-}': expected required or optional" ;;
+  esac
+  write_plugstack
+}
+
+# Writes in place (never by rename): the node's /etc/hosts is a bind mount of this very file.
+cmd_set_hosts() {
+  local node=${1:-} src=${2:-$etc/hosts}
+  [[ -e $etc/hosts.$node ]] || die "set-hosts: no node '$node' (valid: ${k_nodes[*]})"
+  [[ -f $src ]] || die "set-hosts: no such file: $src"
+  cat "$src" >"$etc/hosts.$node"
 }
 
 # Shows the last lines of every log, for a failed start.
@@ -588,6 +614,8 @@ main() {
     run) cmd_run "$@" ;;
     set-plugstack) cmd_set_plugstack "$@" ;;
     install-plugin) cmd_install_plugin "$@" ;;
+    set-plugstack-kind) cmd_set_plugstack_kind "$@" ;;
+    set-hosts) cmd_set_hosts "$@" ;;
     check)
       local why; why=$(missing_prerequisite)
       if [[ -n $why ]]; then echo "$why"; exit "$k_skip"; fi ;;
