@@ -112,7 +112,7 @@ fi
 if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
   # The parsers of what users and admins write, under libFuzzer + ASan + UBSan, 20 s each from
   # the checked-in corpus (tests/fuzz/corpus). Only the core is built: clang-16, no Slurm.
-  echo "== libFuzzer: hostlist, tasks per node, plugstack arguments, env_file"
+  stage "libFuzzer: hostlist, tasks per node, plugstack arguments, env_file"
   cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++-16 -DDDP_WERROR=ON \
     -DDDP_BUILD_FUZZERS=ON -DDDP_SANITIZE=ON -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_PLUGIN=OFF \
     -DDDP_BUILD_CHECK=OFF -DDDP_BUILD_GEN=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
