@@ -65,72 +65,47 @@ std::optional<std::size_t> key_index(std::string_view key) {
   return std::nullopt;
 }
 
+// Where the value of key number `index` goes: a number, an optional number, or text. Keys
+// with none of them (nccl, auth) are handled by store().
+std::uint32_t* number_field(Hello& h, std::size_t index) {
+  std::uint32_t* fields[] = {&h.rank, &h.world_size, &h.local_rank,     &h.local_world_size,
+                             nullptr, nullptr,       &h.nproc_per_node, &h.pid};
+  if (index == 17) return &h.port;
+  return index < std::size(fields) ? fields[index] : nullptr;
+}
+std::optional<std::uint32_t>* optional_field(Hello& h, std::size_t index) {
+  return index == 4 ? &h.node_rank : index == 5 ? &h.nnodes : nullptr;
+}
+std::string* text_field(Hello& h, std::size_t index) {
+  std::string* fields[] = {&h.host, &h.gpus, &h.ifname, &h.if_kind, &h.address,
+                           nullptr, &h.job,  &h.step,   &h.het};
+  if (index == k_key_count - 1) return &h.cred;
+  return index >= 8 && index - 8 < std::size(fields) ? fields[index - 8] : nullptr;
+}
+
 // Stores `value` for key number `index`; false when the value is malformed.
 bool store(Hello& h, std::size_t index, std::string_view value) {
-  auto number = [&](std::uint32_t& out) {
+  if (auto* field = number_field(h, index)) {
     auto n = parse_u32(value);
-    if (n) out = *n;
+    if (n) *field = *n;
     return n.has_value();
-  };
-  auto optional_number = [&](std::optional<std::uint32_t>& out) {
+  }
+  if (auto* field = optional_field(h, index)) {
     if (value == "-") return true;
     auto n = parse_u32(value);
-    if (n) out = *n;
+    if (n) *field = *n;
     return n.has_value();
-  };
-  switch (index) {
-    case 0:
-      return number(h.rank);
-    case 1:
-      return number(h.world_size);
-    case 2:
-      return number(h.local_rank);
-    case 3:
-      return number(h.local_world_size);
-    case 4:
-      return optional_number(h.node_rank);
-    case 5:
-      return optional_number(h.nnodes);
-    case 6:
-      return number(h.nproc_per_node);
-    case 7:
-      return number(h.pid);
-    case 8:
-      h.host = value;
-      return true;
-    case 9:
-      h.gpus = value;
-      return true;
-    case 10:
-      h.ifname = value;
-      return true;
-    case 11:
-      h.if_kind = value;
-      return true;
-    case 12:
-      h.address = value;
-      return true;
-    case 13:
-      h.nccl_ready = value == "1";
-      return value == "0" || value == "1";
-    case 14:
-      h.job = value;
-      return true;
-    case 15:
-      h.step = value;
-      return true;
-    case 16:
-      h.het = value;
-      return true;
-    case 17:
-      return number(h.port);
-    case 18:
-      h.auth = value == "none" ? AuthMode::none : AuthMode::munge;
-      return value == "none" || value == "munge";
-    default:
-      h.cred = value;
-      return true;
   }
+  if (auto* field = text_field(h, index)) {
+    *field = value;
+    return true;
+  }
+  if (index == 13) {  // nccl
+    h.nccl_ready = value == "1";
+    return value == "0" || value == "1";
+  }
+  h.auth = value == "none" ? AuthMode::none : AuthMode::munge;  // auth
+  return value == "none" || value == "munge";
 }
 
 // Checks one key=value word (number `position` among the keys) and stores it.

@@ -261,20 +261,12 @@ Result<Options> parse_options(std::span<const std::string_view> args, const EnvL
   return o;
 }
 
-Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced,
-                               std::string_view hostname) {
-  Identity id;
-  constexpr std::string_view k_hint = " (run under `srun --ddp` or `srun --ddp=torchrun`)";
-  if (forced) {
-    id.scope = *forced;
-  } else if (env("RANK")) {
-    id.scope = Scope::ranks;
-  } else if (env("NODE_RANK") && env("NNODES")) {
-    id.scope = Scope::nodes;
-  } else {
-    return fail("neither RANK nor NODE_RANK and NNODES are set" + std::string(k_hint));
-  }
+namespace {
 
+constexpr std::string_view k_hint = " (run under `srun --ddp` or `srun --ddp=torchrun`)";
+
+// MASTER_ADDR and MASTER_PORT (PET_* as fallback), into `id`.
+Result<void> read_master(const EnvLookup& env, Identity& id) {
   auto addr = env("MASTER_ADDR");
   if (!addr) addr = env("PET_MASTER_ADDR");
   if (!addr || addr->empty()) return fail("MASTER_ADDR is not set" + std::string(k_hint));
@@ -287,39 +279,50 @@ Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced
     return fail("MASTER_PORT=\"" + port_text->substr(0, 40) + "\": expected a port 1-65535");
   }
   id.master_port = static_cast<std::uint16_t>(*port);
+  return {};
+}
 
-  Hello& h = id.self;
+// A node launcher (--ddp=torchrun) stands for its node: NODE_RANK of NNODES.
+Result<void> read_launcher(const EnvLookup& env, Hello& h) {
+  if (!h.node_rank || !h.nnodes) return fail("NODE_RANK and NNODES must be set in torchrun mode");
+  h.rank = *h.node_rank;
+  h.world_size = *h.nnodes;
+  h.local_rank = 0;
+  h.local_world_size = 1;
+  auto nproc = maybe_u32(env, "NPROC_PER_NODE");
+  if (!nproc) return std::unexpected(nproc.error());
+  h.nproc_per_node = nproc->value_or(1);
+  if (h.nproc_per_node == 0) return fail("NPROC_PER_NODE=0: expected at least 1");
+  auto world = maybe_u32(env, "WORLD_SIZE");
+  if (!world) return std::unexpected(world.error());
+  if (*world && std::uint64_t{**world} != std::uint64_t{*h.nnodes} * h.nproc_per_node) {
+    return fail("WORLD_SIZE=" + std::to_string(**world) + " but NNODES*NPROC_PER_NODE=" +
+                std::to_string(std::uint64_t{*h.nnodes} * h.nproc_per_node));
+  }
+  return {};
+}
+
+// The rank variables of either scope into `h`.
+Result<void> read_ranks(const EnvLookup& env, Scope scope, Hello& h) {
   auto node_rank = maybe_u32(env, "NODE_RANK");
   if (!node_rank) return std::unexpected(node_rank.error());
   auto nnodes = maybe_u32(env, "NNODES");
   if (!nnodes) return std::unexpected(nnodes.error());
   h.node_rank = *node_rank;
   h.nnodes = *nnodes;
-  if (id.scope == Scope::ranks) {
-    for (auto [name, field] : {std::pair{"RANK", &h.rank}, std::pair{"WORLD_SIZE", &h.world_size},
-                               std::pair{"LOCAL_RANK", &h.local_rank},
-                               std::pair{"LOCAL_WORLD_SIZE", &h.local_world_size}}) {
-      auto value = need_u32(env, name, k_hint);
-      if (!value) return std::unexpected(value.error());
-      *field = *value;
-    }
-  } else {
-    if (!h.node_rank || !h.nnodes) return fail("NODE_RANK and NNODES must be set in torchrun mode");
-    h.rank = *h.node_rank;
-    h.world_size = *h.nnodes;
-    h.local_rank = 0;
-    h.local_world_size = 1;
-    auto nproc = maybe_u32(env, "NPROC_PER_NODE");
-    if (!nproc) return std::unexpected(nproc.error());
-    h.nproc_per_node = nproc->value_or(1);
-    if (h.nproc_per_node == 0) return fail("NPROC_PER_NODE=0: expected at least 1");
-    auto world = maybe_u32(env, "WORLD_SIZE");
-    if (!world) return std::unexpected(world.error());
-    if (*world && std::uint64_t{**world} != std::uint64_t{*h.nnodes} * h.nproc_per_node) {
-      return fail("WORLD_SIZE=" + std::to_string(**world) + " but NNODES*NPROC_PER_NODE=" +
-                  std::to_string(std::uint64_t{*h.nnodes} * h.nproc_per_node));
-    }
+  if (scope == Scope::nodes) return read_launcher(env, h);
+  for (auto [name, field] : {std::pair{"RANK", &h.rank}, std::pair{"WORLD_SIZE", &h.world_size},
+                             std::pair{"LOCAL_RANK", &h.local_rank},
+                             std::pair{"LOCAL_WORLD_SIZE", &h.local_world_size}}) {
+    auto value = need_u32(env, name, k_hint);
+    if (!value) return std::unexpected(value.error());
+    *field = *value;
   }
+  return {};
+}
+
+// What a hello says of its host: the name, the GPUs, and the job step it belongs to.
+void read_host(const EnvLookup& env, std::string_view hostname, Hello& h) {
   auto fake_host = env("DDP_CHECK_HOSTNAME");
   h.host = fake_host && !fake_host->empty() ? *fake_host : std::string(hostname);
   if (auto cvd = env("CUDA_VISIBLE_DEVICES"); cvd && !cvd->empty()) {
@@ -336,7 +339,26 @@ Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced
   h.job = binding.job;
   h.step = binding.step;
   h.het = binding.het;
-  h.port = id.master_port;
+}
+
+}  // namespace
+
+Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced,
+                               std::string_view hostname) {
+  Identity id;
+  if (forced) {
+    id.scope = *forced;
+  } else if (env("RANK")) {
+    id.scope = Scope::ranks;
+  } else if (env("NODE_RANK") && env("NNODES")) {
+    id.scope = Scope::nodes;
+  } else {
+    return fail("neither RANK nor NODE_RANK and NNODES are set" + std::string(k_hint));
+  }
+  if (auto r = read_master(env, id); !r) return std::unexpected(r.error());
+  if (auto r = read_ranks(env, id.scope, id.self); !r) return std::unexpected(r.error());
+  read_host(env, hostname, id.self);
+  id.self.port = id.master_port;
   return id;
 }
 
