@@ -11,8 +11,7 @@ setup() {
   skip_unless_cluster
   "$CLUSTER" set-plugstack ""
   if [[ -z ${DDP_CHECK_BIN:-} ]]; then
-    DDP_CHECK_BIN=$REPO/build/spank/check/ddp-check
-    [[ -x $DDP_CHECK_BIN ]] || DDP_CHECK_BIN=$REPO/build/contrib/ddp-check/ddp-check
+    DDP_CHECK_BIN=$REPO/build/contrib/ddp-check/ddp-check
   fi
   [[ -x ${DDP_CHECK_BIN:-} ]] ||
     skip "ddp-check not found: set DDP_CHECK_BIN=BUILD/.../ddp-check (ctest sets it)"
@@ -137,6 +136,6 @@ EOF
   absent '^ddp-check: OK' "$work/victim.out"
   absent $'\033' "$work/victim.out"
   share=$(cpu_share)
-  echo "# rank 0 used ${share}% of a core while it waited"
+  echo "# rank 0 used ${share}% of a core while it waited" >&3
   awk -v s="$share" 'BEGIN { exit !(s != "" && s < 5) }'
 }

@@ -16,13 +16,11 @@ if ! command -v "$cxx" >/dev/null; then
   echo "SKIPPED: $cxx not found (Debian's clang: bash contrib/install-deps.sh)"
   exit 77
 fi
-src=$root/spank/check
-[[ -f $src/hello.cpp ]] || src=$root/contrib/ddp-check
-core=$root/spank/core
-[[ -f $core/result.hpp ]] || core=$root/spank/util
+src=$root/contrib/ddp-check
+util=$root/spank/util
 
 flags=(-std=c++2b -g -O1 "-fsanitize=fuzzer,address,undefined" -fno-sanitize-recover=all
-       -I "$here/compat" -I "$src" -I "$core")
+       -I "$here/compat" -I "$src" -I "$util")
 if ! "$cxx" "${flags[@]}" "$here/fuzz_wire.cpp" "$src/hello.cpp" "$src/admit.cpp" \
   -o "$out/fuzz_wire" 2>"$out/build.log"; then
   if grep -q 'libclang_rt.fuzzer\|cannot find.*fuzzer' "$out/build.log"; then
