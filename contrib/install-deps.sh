@@ -11,6 +11,10 @@ readonly k_packages=(
   build-essential cmake g++ pkg-config git ca-certificates
   # Slurm and munge: headers for the plugin, daemons and clients for the embedded cluster
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge
+  # MUNGE's library: ddp-check signs and verifies every hello with it
+  libmunge-dev
+  # Debian's clang and its libFuzzer runtime, for the wire-format fuzz test (tests/fuzz)
+  clang libclang-rt-14-dev
   # libraries of ddpgen and the tests
   libyaml-cpp-dev libfmt-dev libhwloc-dev libcli11-dev libkainjow-mustache-dev
   libgtest-dev libgmock-dev libbenchmark-dev
