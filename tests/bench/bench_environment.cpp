@@ -2,8 +2,8 @@
 //
 // BM_TaskEnvironment measures, per iteration, exactly what the plugin does for one task on
 // the LAST node of the step (node id 9999, local task 7, so index decoding cannot stop early):
-//   head_host(SLURM_STEP_NODELIST)              -- validates the whole list, decodes name 0
-//   plan_step(inputs, head, window)             -- validates list and "8(x10000)", picks port
+//   Hostlist::parse(SLURM_STEP_NODELIST)        -- validates the whole list, once per node
+//   plan_step(inputs, nodes, name 0, window)    -- validates "8(x10000)", picks the port
 //   task_environment(plan, {79999, 7})          -- formats the 9 variables
 // Name resolution (getaddrinfo) and setenv are outside the core and not measured.
 // BM_HostlistParse measures Hostlist::parse alone, building the whole list.
@@ -49,8 +49,9 @@ void BM_TaskEnvironment(benchmark::State& state) {
   const ddp::PortRange window{20000, 30999};
   const ddp::TaskInputs task{k_nodes * k_tasks_per_node - 1, k_tasks_per_node - 1};
   for (auto _ : state) {
-    auto head = ddp::head_host(in.step_nodelist);
-    auto plan = ddp::plan_step(in, *head, window);
+    // The plugin parses the step's node list once per node and plans from it.
+    auto nodes = ddp::Hostlist::parse(in.step_nodelist);
+    auto plan = ddp::plan_step(in, *nodes, nodes->at(0), window);
     auto env = ddp::task_environment(*plan, task);
     benchmark::DoNotOptimize(env.data());
     benchmark::ClobberMemory();
