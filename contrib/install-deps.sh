@@ -22,7 +22,7 @@ readonly k_packages=(
   python3-torch python3-numpy
   # test tools, and what cluster.sh uses: ip netns, nsenter/unshare, mount, pgrep/ps, hostname
   shellcheck bats iproute2 util-linux mount procps hostname coreutils
-  # tests/bench/compare_seed.sh counts the processes a batch script starts
+  # tests/bench/compare_handwritten.sh counts the processes a batch script starts
   strace
   # debootstrap makes the Debian userlands of the other Slurm releases the cluster tests run
   # (tests/cluster/userland.sh: Debian 13's 24.11, unstable's 26.05)

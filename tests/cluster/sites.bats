@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Site emulation: for each mission site the embedded cluster is brought up configured like it
+# Site emulation: for each site it emulates the embedded cluster is brought up configured like it
 # (cluster.sh up --site NAME, from tests/cluster/sites/NAME/), and that real sbatch judges the
 # script ddpgen renders from the site's profile (site-profiles/NAME.yaml):
 #   full node  the script a user would submit (the site's GPUs, CPUs, memory, GRES, constraint,

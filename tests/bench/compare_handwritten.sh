@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ddpgen + --ddp against the hand-written way of the seed job scripts, on the embedded cluster.
 #
-#   tests/bench/compare_seed.sh [RUNS] [DDPGEN]   (default 7 and build/gen/ddpgen; cluster up)
+#   tests/bench/compare_handwritten.sh [RUNS] [DDPGEN]   (default 7 and build/gen/ddpgen; cluster up)
 #
 # Both jobs run tests/bench/rendezvous.py on 3 nodes x 2 tasks with gloo. Measured, per job,
 # from just before `sbatch` to the moment the LAST rank is past init_process_group (each rank
@@ -22,7 +22,7 @@ cluster=$root/tests/cluster/cluster.sh
 runs=${1:-7}
 ddpgen=${2:-$root/build/gen/ddpgen}
 python=/usr/bin/python3
-die() { echo "compare_seed.sh: $*" >&2; exit 2; }
+die() { echo "compare_handwritten.sh: $*" >&2; exit 2; }
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive number"
 [[ -x $ddpgen ]] || die "no ddpgen at $ddpgen (build it, or pass its path)"
 command -v strace >/dev/null || die "strace is needed for the process count (apt-get install strace)"
