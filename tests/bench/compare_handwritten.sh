@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ddpgen + --ddp against the hand-written way of the seed job scripts, on the embedded cluster.
+# ddpgen + --ddp against the way the hand-written job scripts do it, on the embedded cluster.
 #
 #   tests/bench/compare_handwritten.sh [RUNS] [DDPGEN]   (default 7 and build/gen/ddpgen; cluster up)
 #
@@ -9,13 +9,13 @@
 # kinds of job are submitted alternately, one at a time, so both see the same machine.
 #
 #   ddp   the script ddpgen renders from the `local` profile, launcher srun: one `srun --ddp`.
-#   seed  what the seed documents do: the head from `scontrol show hostnames | head -1`, its
+#   hand  what the hand-written scripts do: the head from `scontrol show hostnames | head -1`, its
 #         address from an extra `srun -N1 -n1 -w HEAD hostname -I` step, a fixed port, and
 #         ranks from SLURM_PROCID/SLURM_LOCALID in each task.
 #
 # Then one more job of each kind runs under `strace -f -e trace=execve` around the batch
 # script, to count the processes the batch shell starts and the job steps (srun calls).
-# Prints medians, the ratio ddp/seed (goal <= 1.0), and the counts.
+# Prints medians, the ratio ddp/hand (goal <= 1.0), and the counts.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cluster=$root/tests/cluster/cluster.sh
@@ -50,10 +50,10 @@ script: $probe
 EOF
 "$ddpgen" --profile "$work/profile.yaml" "$work/job.yaml" -o "$work/ddp.slurm"
 
-# The seed way, written as the seed documents write it.
-cat >"$work/seed.slurm" <<EOF
+# The hand way, written as the hand-written scripts write it.
+cat >"$work/hand.slurm" <<EOF
 #!/bin/bash
-#SBATCH --job-name=compare-seed
+#SBATCH --job-name=compare-hand
 #SBATCH --nodes=3
 #SBATCH --ntasks-per-node=2
 #SBATCH --time=00:10:00
@@ -87,10 +87,10 @@ one_run() {
   echo $(((last - t0) / 1000000))
 }
 
-ddp_ms=() seed_ms=()
+ddp_ms=() hand_ms=()
 for ((i = 0; i < runs; i++)); do
   ddp_ms+=("$(one_run ddp "$i")")
-  seed_ms+=("$(one_run seed "$i")")
+  hand_ms+=("$(one_run hand "$i")")
 done
 
 # Counting run: the batch script under strace; every execve is a process it started.
@@ -112,13 +112,13 @@ count_run() {
     END { printf "%d %d\n", procs - 1, steps }' "$work/$kind.trace"
 }
 read -r ddp_procs ddp_steps < <(count_run ddp)
-read -r seed_procs seed_steps < <(count_run seed)
+read -r hand_procs hand_steps < <(count_run hand)
 
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 md=$(median "${ddp_ms[@]}")
-ms=$(median "${seed_ms[@]}")
+ms=$(median "${hand_ms[@]}")
 echo "runs: $runs of each, alternating; 3 nodes x 2 tasks, gloo"
 echo "ddp  (ddpgen + srun --ddp):   sbatch -> all ranks past init_process_group: median ${md} ms  (${ddp_ms[*]})"
-echo "seed (hand-written, seed way): sbatch -> all ranks past init_process_group: median ${ms} ms  (${seed_ms[*]})"
-awk -v a="$md" -v b="$ms" 'BEGIN { printf "ratio ddp/seed: %.3f (goal <= 1.0)\n", a / b }'
-echo "batch shell starts: ddp ${ddp_procs} processes, ${ddp_steps} step(s); seed ${seed_procs} processes, ${seed_steps} step(s)"
+echo "hand (hand-written, hand way): sbatch -> all ranks past init_process_group: median ${ms} ms  (${hand_ms[*]})"
+awk -v a="$md" -v b="$ms" 'BEGIN { printf "ratio ddp/hand: %.3f (goal <= 1.0)\n", a / b }'
+echo "batch shell starts: ddp ${ddp_procs} processes, ${ddp_steps} step(s); hand ${hand_procs} processes, ${hand_steps} step(s)"

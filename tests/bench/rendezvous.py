@@ -1,4 +1,4 @@
-"""Rendezvous probe for tests/bench/compare_seed.sh: joins the process group from the env://
+"""Rendezvous probe for tests/bench/compare_handwritten.sh: joins the process group from the env://
 variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE), then prints the wall-clock time at
 which this rank got past init_process_group, as `past_init RANK WORLD NS`. All hosts of the
 embedded cluster share one clock, so the bench script can compare it with the time of sbatch.
