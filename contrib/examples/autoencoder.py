@@ -16,7 +16,7 @@ before the time limit) creates the file named by $DDP_REQUEUE_NOTICE, a path on 
 file system exported to every task; no signal reaches the training processes (NCCL's
 threads catch some: nccl#704). After every batch the ranks agree (one all-reduce) whether
 any of them sees the file; then rank 0 saves the state in the middle of the epoch (batch
-index and the epoch's partial loss sums included) and every rank stops. The next run resumes
+index and every rank's partial loss sums included) and every rank stops. The next run resumes
 at that batch, so the result is bit for bit the one of a run without a stop.
 
 Output of rank 0, one line each, for scripts to parse:
@@ -203,7 +203,17 @@ def main(argv=None) -> int:
         # No rank may start training (and rank 0 overwrite the file) before all have read it.
         dist.barrier()
 
-    ddp = DistributedDataParallel(model, device_ids=[device.index] if use_cuda else None)
+    if first_batch and state["world_size"] != world:
+        say(f"the checkpoint was saved inside an epoch by {state['world_size']} ranks; "
+            f"resume it with as many (this run has {world})")
+        dist.destroy_process_group()
+        return 1
+    # find_unused_parameters=True only to keep DDP's gradient bucket layout fixed: without it DDP
+    # rebuilds the layout after its first iteration, so that the first iteration after a resume
+    # would sum gradients across ranks in another order than the same iteration in an
+    # uninterrupted run, and the weights would differ in the last bits. Every parameter is used.
+    ddp = DistributedDataParallel(model, device_ids=[device.index] if use_cuda else None,
+                                  find_unused_parameters=True)
     dataset = synthetic_mnist(args.samples)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=1)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
@@ -233,7 +243,7 @@ def main(argv=None) -> int:
         skip = 0
         if epoch == first_epoch and first_batch:
             skip = first_batch  # the batches the saved state already holds
-            total = partial.to(device)
+            total = partial[rank].to(device)  # this rank's own sums, as saved
         for step, (features, _) in enumerate(loader):
             if step < skip:
                 continue
@@ -247,7 +257,10 @@ def main(argv=None) -> int:
             if args.step_sleep > 0:
                 time.sleep(args.step_sleep)
             if notice_given():
-                save(epoch, step + 1, total)
+                # Every rank's partial sums, so that each resumes with its own.
+                sums = [torch.zeros_like(total) for _ in range(world)]
+                dist.all_gather(sums, total)
+                save(epoch, step + 1, torch.stack(sums))
                 say(f"requeue notice: saved at epoch {epoch} batch {step + 1}, stopping")
                 dist.barrier()
                 dist.destroy_process_group()
