@@ -7,6 +7,7 @@
 #include "../core/job.hpp"
 #include "../core/plan.hpp"
 #include "../core/render.hpp"
+#include "../core/shell.hpp"
 #include "files.hpp"
 #include "paths.hpp"
 #include "profile_store.hpp"
@@ -34,6 +35,33 @@ struct Inputs {
   std::vector<std::string> sets;
 };
 
+// Adds --profile, the job file and --set to cmd. Options and the job file may come in any
+// order: --set takes exactly one KEY=VALUE, so it never swallows the job file.
+void add_job_options(CLI::App* cmd, Inputs& in) {
+  cmd->add_option("--profile", in.profile, "site profile: NAME or PATH")->type_name("NAME|PATH");
+  cmd->add_option("job", in.job_file, "job file (YAML)")->type_name("JOB.yaml");
+  cmd->add_option("--set", in.sets, "override a job key: KEY=VALUE (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](const std::string& set) {
+            const auto eq = set.find('=');
+            return eq == std::string::npos || eq == 0
+                       ? "expected KEY=VALUE, e.g. --set partition=gpu; got \"" +
+                             shell::comment_safe(set) + "\""
+                       : std::string();
+          },
+          ""));
+}
+
+// The job options a render needs, or a message naming what is missing.
+std::string missing_job_input(const Inputs& in) {
+  if (in.profile.empty())
+    return "--profile NAME|PATH is required (\"ddpgen profiles\" lists the profiles)";
+  if (in.job_file.empty()) return "no job file: give one, e.g. ddpgen --profile NAME job.yaml";
+  return "";
+}
+
 // Decodes and checks everything; returns the rendered script. Nothing is written.
 std::string render_job(const Inputs& in) {
   const auto dirs = app::profile_dirs();
@@ -46,7 +74,7 @@ std::string render_job(const Inputs& in) {
   // Said after the checks so that an error is the last line a user sees.
   if (!profile.deprecated.empty())
     std::cerr << "ddpgen: warning: profile \"" << profile.name
-              << "\" is deprecated: " << profile.deprecated << "\n";
+              << "\" is deprecated: " << shell::comment_safe(profile.deprecated) << "\n";
   return script;
 }
 
@@ -78,10 +106,9 @@ int run(int argc, char** argv) {
   cli.set_version_flag("--version", "ddpgen " DDPGEN_VERSION);
   Inputs in;
   std::string output;
-  cli.add_option("--profile", in.profile, "site profile: NAME or PATH");
-  cli.add_option("job", in.job_file, "job file (YAML)");
-  cli.add_option("-o,--output", output, "write the script here instead of stdout");
-  cli.add_option("--set", in.sets, "override a job key: KEY=VALUE (repeatable)");
+  add_job_options(&cli, in);
+  cli.add_option("-o,--output", output, "write the script here instead of stdout")
+      ->type_name("FILE");
 
   auto* profiles = cli.add_subcommand("profiles", "list the site profiles found");
   auto* profile_cmd = cli.add_subcommand("profile", "inspect one site profile");
@@ -92,9 +119,7 @@ int run(int argc, char** argv) {
   auto* validate =
       cli.add_subcommand("validate", "check a job file against a profile; write nothing");
   Inputs vin;
-  validate->add_option("--profile", vin.profile, "site profile: NAME or PATH")->required();
-  validate->add_option("job", vin.job_file, "job file (YAML)")->required();
-  validate->add_option("--set", vin.sets, "override a job key: KEY=VALUE (repeatable)");
+  add_job_options(validate, vin);
   cli.require_subcommand(0, 1);
 
   try {
@@ -105,10 +130,20 @@ int run(int argc, char** argv) {
     return cli.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return cli.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    std::cerr << "ddpgen: error: " << e.what()
+              << " (give one job file; options may come before or after it)\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     std::cerr << "ddpgen: error: " << e.what() << " (see ddpgen --help)\n";
     return 2;
   }
+  const Inputs& job_in = validate->parsed() ? vin : in;
+  if (!profiles->parsed() && !show->parsed())
+    if (const std::string missing = missing_job_input(job_in); !missing.empty()) {
+      std::cerr << "ddpgen: error: " << missing << " (see ddpgen --help)\n";
+      return 2;
+    }
 
   if (profiles->parsed()) {
     list_profiles();
@@ -118,16 +153,8 @@ int run(int argc, char** argv) {
     render_job(vin);
     std::cerr << "ddpgen: " << vin.job_file << ": valid for profile \"" << vin.profile << "\"\n";
   } else {
-    if (in.profile.empty() || in.job_file.empty()) {
-      std::cerr << "ddpgen: error: usage: ddpgen --profile NAME|PATH JOB.yaml [-o FILE] "
-                   "[--set KEY=VALUE ...] (see ddpgen --help)\n";
-      return 2;
-    }
     const std::string script = render_job(in);
-    if (output.empty())
-      std::cout << script;
-    else
-      unwrap(app::write_file(output, script));
+    unwrap(output.empty() ? app::write_stdout(script) : app::write_file(output, script));
   }
   return 0;
 }

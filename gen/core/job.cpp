@@ -8,7 +8,8 @@ namespace ddpgen {
 namespace {
 
 const std::vector<std::string> k_container_keys = {"image", "runtime", "mounts"};
-const std::vector<std::string> k_checkpoint_keys = {"dir", "requeue", "signal", "signal_time"};
+const std::vector<std::string> k_checkpoint_keys = {
+    "dir", "requeue", "signal", "signal_time", "max_restarts", "requeue_on_failure"};
 const std::vector<std::string> k_mail_keys = {"user", "type"};
 
 // Applies one "KEY=VALUE" to root; returns the key path and its label for error messages.
@@ -65,8 +66,14 @@ Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
     if (key == "signal")
       c.signal = r.choice(value, path, {"USR1", "USR2", "TERM", "INT", "HUP", "URG"});
     if (key == "signal_time") c.signal_time = r.integer(value, path, 1, 65535);
+    if (key == "max_restarts") c.max_restarts = r.integer(value, path, 0, 10000);
+    if (key == "requeue_on_failure") c.requeue_on_failure = r.boolean(value, path);
   }
   if (c.dir.empty()) r.fail(node, "checkpoint", "\"checkpoint.dir\" is required");
+  if (c.requeue_on_failure && !c.requeue)
+    r.fail(node, "checkpoint",
+           "\"checkpoint.requeue_on_failure\" needs \"checkpoint.requeue: true\" (the job must be "
+           "requeueable)");
   return c;
 }
 

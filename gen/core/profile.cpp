@@ -1,5 +1,7 @@
 #include "profile.hpp"
 
+#include <cctype>
+
 #include "duration.hpp"
 #include "shell.hpp"
 #include "yaml_strict.hpp"
@@ -15,12 +17,25 @@ const std::vector<std::string> k_partition_keys = {
 const std::vector<std::string> k_account_keys = {"required", "hint"};
 const std::vector<std::string> k_container_keys = {"runtimes", "binds", "modules"};
 
+// A GRES type is written into "#SBATCH --gres=gpu:TYPE:N", where ':' or ',' would change the
+// request and a newline would end the line (and with it every later #SBATCH).
+std::string decode_gres_type(const StrictReader& r, const YAML::Node& node,
+                             const std::string& path) {
+  std::string type = r.string(node, path);
+  for (char c : type)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+      r.fail(node, path,
+             "\"" + path + "\": \"" + shell::comment_safe(type) +
+                 "\" is not a GRES type name (letters, digits, _ - . only, as in a100_3g.20gb)");
+  return type;
+}
+
 NodeSpec decode_node(const StrictReader& r, const YAML::Node& node, const std::string& path,
                      NodeSpec spec) {
   for (const auto& [key, value] : r.entries(node, path, k_node_keys)) {
     const std::string p = path + "." + key;
     if (key == "gpus") spec.gpus = r.integer(value, p, 0, 64);
-    if (key == "gpu_type") spec.gpu_type = r.string(value, p);
+    if (key == "gpu_type") spec.gpu_type = decode_gres_type(r, value, p);
     if (key == "cores") spec.cores = r.integer(value, p, 0, 100000);
     if (key == "memory_gb") spec.memory_gb = r.integer(value, p, 0, 10000000);
     if (key == "local_disk_gb") spec.local_disk_gb = r.integer(value, p, 0, 10000000);
@@ -31,7 +46,10 @@ NodeSpec decode_node(const StrictReader& r, const YAML::Node& node, const std::s
 long decode_time(const StrictReader& r, const YAML::Node& node, const std::string& path) {
   const std::string text = r.string(node, path);
   auto seconds = duration::parse(text);
-  if (!seconds) r.fail(node, path, "\"" + path + "\": malformed time \"" + text + "\"");
+  if (!seconds)
+    r.fail(node, path,
+           "\"" + path + "\": malformed time \"" + shell::comment_safe(text) +
+               "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
   return *seconds;
 }
 
@@ -75,21 +93,47 @@ Partition decode_partition(const StrictReader& r, const YAML::Node& node, const 
   return p;
 }
 
+// Site variables may reference others ($NAME), so they are not single-quoted; what bash could
+// read as code is refused here, where the message can point at the value.
+void decode_site_env(const StrictReader& r, const YAML::Node& node, Profile& p) {
+  for (auto& [name, v] : r.env_map(node, "env")) {
+    if (auto problem = shell::site_value_problem(v))
+      r.fail(node[name], "env." + name, "\"env." + name + "\" " + *problem);
+    std::erase_if(p.env, [&](const auto& e) { return e.first == name; });
+    p.env.emplace_back(name, v);
+  }
+}
+
+std::string decode_python(const StrictReader& r, const YAML::Node& node) {
+  std::string python = r.string(node, "python");
+  if (python.empty() || python.starts_with("-"))
+    r.fail(node, "python",
+           "\"python\" must name the interpreter (e.g. python3), not be empty or start with '-'");
+  return python;
+}
+
+// A port: 1 to 5 digits and nothing else (no sign, space or trailing text), as the plugin reads
+// its port_range; 0 when text is not one.
+long strict_port(std::string_view text) {
+  if (text.empty() || text.size() > 5) return 0;
+  long value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return 0;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
 void decode_port_range(const StrictReader& r, const YAML::Node& node, Profile& p) {
   const std::string text = r.string(node, "port_range");
-  auto dash = text.find('-');
-  long first = 0, last = 0;
-  try {
-    if (dash != std::string::npos) {
-      first = std::stol(text.substr(0, dash));
-      last = std::stol(text.substr(dash + 1));
-    }
-  } catch (const std::exception&) {
-    first = 0;
-  }
+  const auto dash = text.find('-');
+  const std::string_view view(text);
+  const long first = dash == std::string::npos ? 0 : strict_port(view.substr(0, dash));
+  const long last = dash == std::string::npos ? 0 : strict_port(view.substr(dash + 1));
   if (first < 1024 || last > 65535 || first > last)
     r.fail(node, "port_range",
-           "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999");
+           "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999; got \"" +
+               shell::comment_safe(text) + "\"");
   p.port_first = first;
   p.port_last = last;
 }
@@ -126,12 +170,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
     if (key == "module_purge") p.module_purge = r.boolean(value, key);
     if (key == "modules") p.modules = r.strings(value, key);
     if (key == "module_use") p.module_use = r.strings(value, key);
-    if (key == "env") {
-      for (auto& [name, v] : r.env_map(value, key)) {
-        std::erase_if(p.env, [&](const auto& e) { return e.first == name; });
-        p.env.emplace_back(name, v);
-      }
-    }
+    if (key == "env") decode_site_env(r, value, p);
     if (key == "container") {
       for (const auto& [k, v] : r.entries(value, key, k_container_keys)) {
         const std::string kp = "container." + k;
@@ -150,7 +189,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
       }
     }
     if (key == "local_scratch") p.local_scratch = r.string(value, key);
-    if (key == "python") p.python = r.string(value, key);
+    if (key == "python") p.python = decode_python(r, value);
     if (key == "port_range") decode_port_range(r, value, p);
   }
 }
