@@ -17,8 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Error io_error(const std::string& path, const std::string& what, int err) {
-  return Error{{path, 0, 0}, what + ": " + std::strerror(err)};
+std::unexpected<Error> io_error(const std::string& path, const std::string& what, int err) {
+  return ddp::fail({path, 0, 0}, what + ": " + std::strerror(err));
 }
 
 // Writes all of text to fd, through short writes and interrupted calls; returns errno or 0.
@@ -59,12 +59,10 @@ int fill(int fd, const std::string& text, std::string& step) {
 
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::unexpected(
-        Error{{path, 0, 0}, std::string("cannot read: ") + std::strerror(errno)});
+  if (!in) return ddp::fail({path, 0, 0}, std::string("cannot read: ") + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return std::unexpected(Error{{path, 0, 0}, "read error"});
+  if (in.bad()) return ddp::fail({path, 0, 0}, "read error");
   return text.str();
 }
 
@@ -77,8 +75,7 @@ Result<void> write_file(const std::string& path, const std::string& text) {
   std::vector<char> buffer(name.begin(), name.end());
   buffer.push_back('\0');
   const int fd = ::mkstemp(buffer.data());
-  if (fd < 0)
-    return std::unexpected(io_error(path, "cannot create a file in " + dir.string(), errno));
+  if (fd < 0) return io_error(path, "cannot create a file in " + dir.string(), errno);
   const std::string tmp(buffer.data());
   std::string step;
   int err = fill(fd, text, step);
@@ -88,7 +85,7 @@ Result<void> write_file(const std::string& path, const std::string& text) {
   }
   if (err != 0) {
     ::unlink(tmp.c_str());
-    return std::unexpected(io_error(path, step + " (nothing written)", err));
+    return io_error(path, step + " (nothing written)", err);
   }
   // The rename is durable once the directory is synced; the script is complete either way.
   if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
@@ -100,7 +97,7 @@ Result<void> write_file(const std::string& path, const std::string& text) {
 
 Result<void> write_stdout(const std::string& text) {
   if (const int err = write_all(STDOUT_FILENO, text); err != 0)
-    return std::unexpected(io_error("standard output", "cannot write the script", err));
+    return io_error("standard output", "cannot write the script", err);
   return {};
 }
 

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "duration.hpp"
+#include "rules.hpp"
 #include "shell.hpp"
 #include "yaml_strict.hpp"
 
@@ -24,9 +25,9 @@ std::string decode_gres_type(const StrictReader& r, const YAML::Node& node,
   std::string type = r.string(node, path);
   for (char c : type)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
-      r.fail(node, path,
-             "\"" + path + "\": \"" + shell::comment_safe(type) +
-                 "\" is not a GRES type name (letters, digits, _ - . only, as in a100_3g.20gb)");
+      r.reject(node, path,
+               "\"" + path + "\": \"" + shell::comment_safe(type) +
+                   "\" is not a GRES type name (letters, digits, _ - . only, as in a100_3g.20gb)");
   return type;
 }
 
@@ -47,9 +48,9 @@ long decode_time(const StrictReader& r, const YAML::Node& node, const std::strin
   const std::string text = r.string(node, path);
   auto seconds = duration::parse(text);
   if (!seconds)
-    r.fail(node, path,
-           "\"" + path + "\": malformed time \"" + shell::comment_safe(text) +
-               "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
+    r.reject(node, path,
+             "\"" + path + "\": malformed time \"" + shell::comment_safe(text) +
+                 "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
   return *seconds;
 }
 
@@ -61,10 +62,10 @@ std::vector<std::string> decode_directives(const StrictReader& r, const YAML::No
     const auto& d = list[i];
     auto problem = shell::sbatch_value_problem(d);
     if (problem || !d.starts_with("--"))
-      r.fail(node[i], path,
-             "\"" + path + "\": \"" + shell::comment_safe(d) +
-                 "\" must be one --option[=value] token" +
-                 (problem ? " (it " + *problem + ")" : ""));
+      r.reject(node[i], path,
+               "\"" + path + "\": \"" + shell::comment_safe(d) +
+                   "\" must be one --option[=value] token" +
+                   (problem ? " (it " + *problem + ")" : ""));
   }
   return list;
 }
@@ -86,10 +87,10 @@ Partition decode_partition(const StrictReader& r, const YAML::Node& node, const 
     if (key == "sbatch") p.sbatch = decode_directives(r, value, kp);
   }
   if (auto problem = shell::sbatch_value_problem(p.name))
-    r.fail(node, path, "\"" + path + ".name\" " + *problem);
+    r.reject(node, path, "\"" + path + ".name\" " + *problem);
   if (!p.constraint.empty())
     if (auto problem = shell::sbatch_value_problem(p.constraint))
-      r.fail(node, path, "\"" + path + ".constraint\" " + *problem);
+      r.reject(node, path, "\"" + path + ".constraint\" " + *problem);
   return p;
 }
 
@@ -98,7 +99,7 @@ Partition decode_partition(const StrictReader& r, const YAML::Node& node, const 
 void decode_site_env(const StrictReader& r, const YAML::Node& node, Profile& p) {
   for (auto& [name, v] : r.env_map(node, "env")) {
     if (auto problem = shell::site_value_problem(v))
-      r.fail(node[name], "env." + name, "\"env." + name + "\" " + *problem);
+      r.reject(node[name], "env." + name, "\"env." + name + "\" " + *problem);
     std::erase_if(p.env, [&](const auto& e) { return e.first == name; });
     p.env.emplace_back(name, v);
   }
@@ -107,35 +108,21 @@ void decode_site_env(const StrictReader& r, const YAML::Node& node, Profile& p) 
 std::string decode_python(const StrictReader& r, const YAML::Node& node) {
   std::string python = r.string(node, "python");
   if (python.empty() || python.starts_with("-"))
-    r.fail(node, "python",
-           "\"python\" must name the interpreter (e.g. python3), not be empty or start with '-'");
+    r.reject(node, "python",
+             "\"python\" must name the interpreter (e.g. python3), not be empty or start with '-'");
   return python;
 }
 
-// A port: 1 to 5 digits and nothing else (no sign, space or trailing text), as the plugin reads
-// its port_range; 0 when text is not one.
-long strict_port(std::string_view text) {
-  if (text.empty() || text.size() > 5) return 0;
-  long value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return 0;
-    value = value * 10 + (c - '0');
-  }
-  return value;
-}
-
 void decode_port_range(const StrictReader& r, const YAML::Node& node, Profile& p) {
+  // The plugin's parser: a profile accepts exactly what plugstack.conf's port_range= does.
   const std::string text = r.string(node, "port_range");
-  const auto dash = text.find('-');
-  const std::string_view view(text);
-  const long first = dash == std::string::npos ? 0 : strict_port(view.substr(0, dash));
-  const long last = dash == std::string::npos ? 0 : strict_port(view.substr(dash + 1));
-  if (first < 1024 || last > 65535 || first > last)
-    r.fail(node, "port_range",
-           "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999; got \"" +
-               shell::comment_safe(text) + "\"");
-  p.port_first = first;
-  p.port_last = last;
+  auto range = ddp::parse_port_range(text);
+  if (!range)
+    r.reject(node, "port_range",
+             "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999; got \"" +
+                 shell::comment_safe(text) + "\"");
+  p.port_first = range->first;
+  p.port_last = range->last;
 }
 
 void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
@@ -158,7 +145,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
     if (key == "node") p.node = decode_node(r, value, key, p.node);
     if (key == "partitions") {
       if (!value.IsSequence() || value.size() == 0)
-        r.fail(value, key, "\"partitions\" must be a non-empty list");
+        r.reject(value, key, "\"partitions\" must be a non-empty list");
       p.partitions.clear();
       for (std::size_t i = 0; i < value.size(); ++i)
         p.partitions.push_back(
@@ -178,9 +165,9 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
           p.container_runtimes.clear();
           for (const auto& runtime : r.strings(v, kp)) {
             if (runtime != "apptainer" && runtime != "singularity" && runtime != "pyxis")
-              r.fail(v, kp,
-                     "\"" + kp + "\": unknown runtime \"" + shell::comment_safe(runtime) +
-                         "\" (valid: apptainer, singularity, pyxis)");
+              r.reject(v, kp,
+                       "\"" + kp + "\": unknown runtime \"" + shell::comment_safe(runtime) +
+                           "\" (valid: apptainer, singularity, pyxis)");
             p.container_runtimes.push_back(runtime);
           }
         }
@@ -211,11 +198,11 @@ Result<ProfileDoc> read_profile_doc(const std::string& text, const std::string& 
   ProfileDoc out{*doc, file, ""};
   try {
     StrictReader r(file);
-    if (!out.root.IsMap()) r.fail(out.root, "", "a profile must be a mapping of keys");
+    if (!out.root.IsMap()) r.reject(out.root, "", "a profile must be a mapping of keys");
     const YAML::Node& root = out.root;  // const: a lookup must not add the key
     if (root["extends"]) out.extends = r.string(root["extends"], "extends");
-  } catch (const DecodeFailure& failure) {
-    return std::unexpected(failure.error);
+  } catch (const Error& error) {
+    return std::unexpected(error);
   }
   return out;
 }
@@ -226,9 +213,9 @@ Result<Profile> decode_profile(const ProfileDoc& doc, Profile base) {
     base.abstract = false;  // not inherited: a concrete profile may extend an abstract one
     decode_into(base, r, doc.root);
     if (base.partitions.empty() && !base.abstract)
-      r.fail(doc.root, "", "a profile needs \"partitions\" (or extends one that has them)");
-  } catch (const DecodeFailure& failure) {
-    return std::unexpected(failure.error);
+      r.reject(doc.root, "", "a profile needs \"partitions\" (or extends one that has them)");
+  } catch (const Error& error) {
+    return std::unexpected(error);
   }
   return base;
 }
