@@ -22,6 +22,9 @@ readonly k_packages=(
   strace
   # Lmod, for the site-emulation tests (cluster.sh up --site: sites' module names, stubbed)
   lmod
+  # packages (contrib/package.sh: .deb and .rpm) and their checks; man pages; the JSON
+  # Schemas checked against the shipped files; zsh to syntax-check the zsh completion
+  dpkg-dev debhelper fakeroot lintian rpm mandoc python3-jsonschema python3-yaml zsh
 )
 
 die() { printf 'install-deps.sh: error: %s\n' "$*" >&2; exit 1; }

@@ -2,7 +2,7 @@
 # The main job, from nothing: installs the Debian packages, builds slurm-ddp, starts the
 # embedded 3-node Slurm cluster with the freshly built plugin, and runs a real PyTorch DDP job
 # across it with `srun --ddp`, printing every rank's all-reduce result. Then the main job:
-# ddpgen renders contrib/examples/autoencoder-srun.yaml, sbatch submits it, and the seed
+# ddpgen renders contrib/examples/autoencoder-srun.yaml, sbatch submits it, and the
 # autoencoder trains on 3 nodes x 2 ranks with checkpoints; its log is printed as it runs.
 # Root on Debian 12; a few minutes on 2 cores (most of it the build).
 # The cluster keeps running afterwards; stop it with: tests/cluster/cluster.sh down
@@ -42,7 +42,7 @@ echo "== ddpgen --profile local autoencoder-srun.yaml (checkpoints and log in $w
   --set "checkpoint.dir=$work/checkpoints" --set "output=$work/autoencoder-srun-%j.out"
 grep -E '^(#SBATCH|srun|  python3)' "$work/autoencoder-srun.slurm"
 
-echo "== sbatch: the seed autoencoder, DDP on 3 nodes x 2 ranks, one checkpoint per epoch"
+echo "== sbatch: the autoencoder, DDP on 3 nodes x 2 ranks, one checkpoint per epoch"
 # The job runs Debian's python3 (python3-torch); a python3 earlier on this shell's PATH (pyenv,
 # a virtualenv) would be another interpreter, without torch.
 job=$(cd "$work" && "$cluster" run env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs the Debian packages the project needs, builds
-# with warnings as errors, runs every ctest test (unit, golden, real-cluster), then rebuilds
+# with warnings as errors, runs every ctest test (unit, golden, packages, real-cluster), then rebuilds
 # the unit-tested code with AddressSanitizer + UndefinedBehaviorSanitizer and runs it again.
 # Root on Debian 12. DDP_SKIP_DEPS=1 skips the package step; DDP_SKIP_ASAN=1 the second build.
 set -euo pipefail
@@ -17,7 +17,7 @@ cmake -S "$root" -B "$root/build" -DDDP_WERROR=ON -DDDP_BUILD_BENCHMARKS=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$root/build" -j"$jobs"
 
-echo "== ctest: unit, golden and real-cluster tests"
+echo "== ctest: unit, golden, packages and real-cluster tests"
 ctest --test-dir "$root/build" --output-on-failure --timeout 900
 
 if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then

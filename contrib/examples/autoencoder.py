@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The autoencoder of the seed tutorial, trained with DistributedDataParallel on MNIST-shaped
+"""The autoencoder of the hand-written scripts, trained with DistributedDataParallel on MNIST-shaped
 data generated here (nothing is downloaded).
 
 Runs as a task of `srun --ddp` (one process per task) or as a worker of a bare `torchrun`
@@ -44,7 +44,7 @@ k_side = 28
 
 
 class AE(nn.Module):
-    """The seed's model: 784 -> 128 -> 128 -> 128 -> 784, ReLU after every layer."""
+    """The hand-written scripts' model: 784 -> 128 -> 128 -> 128 -> 784, ReLU after every layer."""
 
     def __init__(self, input_shape: int = k_side * k_side, hidden: int = 128):
         super().__init__()

@@ -2,12 +2,14 @@
 // type and caught once, here.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
 #include "../core/job.hpp"
 #include "../core/plan.hpp"
 #include "../core/render.hpp"
 #include "../core/shell.hpp"
+#include "commands.hpp"
 #include "files.hpp"
 #include "paths.hpp"
 #include "profile_store.hpp"
@@ -97,28 +99,43 @@ void show_profile(const std::string& name) {
   }
 }
 
-int run(int argc, char** argv) {
-  CLI::App cli{"ddpgen: render a correct sbatch script from a job file and a site profile"};
+// What the command line asked for, filled in by CLI11.
+struct Command {
+  Inputs in, vin;
+  std::string output, show_name, init_name = "mysite", init_output, schema_kind;
+  bool schema_keys = false, live = false;
+  CLI::App *profiles = nullptr, *show = nullptr, *init = nullptr, *schema = nullptr,
+           *validate = nullptr;
+};
+
+void define(CLI::App& cli, Command& c) {
   cli.name("ddpgen");
   cli.set_version_flag("--version", "ddpgen " DDPGEN_VERSION);
-  Inputs in;
-  std::string output;
-  add_job_options(&cli, in);
-  cli.add_option("-o,--output", output, "write the script here instead of stdout")
+  add_job_options(&cli, c.in);
+  cli.add_option("-o,--output", c.output, "write the script here instead of stdout")
       ->type_name("FILE");
-
-  auto* profiles = cli.add_subcommand("profiles", "list the site profiles found");
-  auto* profile_cmd = cli.add_subcommand("profile", "inspect one site profile");
-  auto* show = profile_cmd->add_subcommand("show", "print a profile and the ones it extends");
-  std::string show_name;
-  show->add_option("name", show_name, "profile NAME or PATH")->required();
+  c.profiles = cli.add_subcommand("profiles", "list the site profiles found");
+  auto* profile_cmd = cli.add_subcommand("profile", "inspect a site profile, or draft one");
+  c.show = profile_cmd->add_subcommand("show", "print a profile and the ones it extends");
+  c.show->add_option("name", c.show_name, "profile NAME or PATH")->required();
+  c.init = profile_cmd->add_subcommand("init", "draft a profile from the live cluster");
+  c.init->add_option("--name", c.init_name, "the profile's name (default mysite)");
+  c.init->add_option("-o,--output", c.init_output, "write the profile here instead of stdout");
   profile_cmd->require_subcommand(1);
-  auto* validate =
-      cli.add_subcommand("validate", "check a job file against a profile; write nothing");
-  Inputs vin;
-  add_job_options(validate, vin);
+  c.schema = cli.add_subcommand("schema", "print the JSON Schema of the job file or profile");
+  c.schema->add_option("kind", c.schema_kind, "job or profile")
+      ->required()
+      ->check(CLI::IsMember({"job", "profile"}));
+  c.schema->add_flag("--keys", c.schema_keys, "print the job keys --set accepts, one per line");
+  c.validate = cli.add_subcommand("validate", "check a job file against a profile; write nothing");
+  add_job_options(c.validate, c.vin);
+  c.validate->add_flag("--live", c.live, "also compare the profile with the cluster this runs on");
   cli.require_subcommand(0, 1);
+}
 
+// Parses argv into c; returns the exit status when ddpgen should stop here (help, version, a
+// usage error), or nothing.
+std::optional<int> parse(CLI::App& cli, int argc, char** argv) {
   try {
     cli.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -135,25 +152,56 @@ int run(int argc, char** argv) {
     std::cerr << "ddpgen: error: " << e.what() << " (see ddpgen --help)\n";
     return 2;
   }
-  const Inputs& job_in = validate->parsed() ? vin : in;
-  if (!profiles->parsed() && !show->parsed())
-    if (const std::string missing = missing_job_input(job_in); !missing.empty()) {
+  return std::nullopt;
+}
+
+int validate(const Command& c) {
+  if (c.vin.job_file.empty() && !c.live) {
+    std::cerr << "ddpgen: error: validate needs a job file, or --live (see ddpgen --help)\n";
+    return 2;
+  }
+  if (!c.vin.job_file.empty()) {
+    render_job(c.vin);
+    std::cerr << "ddpgen: " << c.vin.job_file << ": valid for profile \"" << c.vin.profile
+              << "\"\n";
+  }
+  if (c.live) {
+    const Profile profile = unwrap(app::load_profile(c.vin.profile, app::profile_dirs()));
+    if (unwrap(app::report_live(profile, c.vin.profile)) > 0) return 1;
+  }
+  return 0;
+}
+
+int execute(const Command& c) {
+  if (c.profiles->parsed()) {
+    list_profiles();
+  } else if (c.show->parsed()) {
+    show_profile(c.show_name);
+  } else if (c.init->parsed()) {
+    unwrap(app::profile_init(c.init_name, c.init_output));
+  } else if (c.schema->parsed()) {
+    unwrap(app::print_schema(c.schema_kind == "job" ? SchemaKind::job : SchemaKind::profile,
+                             c.schema_keys));
+  } else {
+    const Inputs& job_in = c.validate->parsed() ? c.vin : c.in;
+    const bool live_only = c.validate->parsed() && c.live && !c.vin.profile.empty();
+    if (const std::string missing = missing_job_input(job_in); !missing.empty() && !live_only) {
       std::cerr << "ddpgen: error: " << missing << " (see ddpgen --help)\n";
       return 2;
     }
-
-  if (profiles->parsed()) {
-    list_profiles();
-  } else if (show->parsed()) {
-    show_profile(show_name);
-  } else if (validate->parsed()) {
-    render_job(vin);
-    std::cerr << "ddpgen: " << vin.job_file << ": valid for profile \"" << vin.profile << "\"\n";
-  } else {
-    const std::string script = render_job(in);
-    unwrap(output.empty() ? app::write_stdout(script) : app::write_file(output, script));
+    if (c.validate->parsed()) return validate(c);
+    const std::string script = render_job(c.in);
+    unwrap(c.output.empty() ? app::write_stdout(script) : app::write_file(c.output, script));
   }
   return 0;
+}
+
+int run(int argc, char** argv) {
+  CLI::App cli{"ddpgen: render a correct sbatch script from a job file and a site profile"};
+  Command command;
+  define(cli, command);
+  if (auto status = parse(cli, argc, argv)) return *status;
+  return execute(command);
 }
 
 }  // namespace

@@ -5,12 +5,22 @@
 #include "yaml_strict.hpp"
 
 namespace ddpgen {
-namespace {
 
-const std::vector<std::string> k_container_keys = {"image", "runtime", "mounts"};
-const std::vector<std::string> k_checkpoint_keys = {
-    "dir", "requeue", "signal", "signal_time", "max_restarts", "requeue_on_failure"};
-const std::vector<std::string> k_mail_keys = {"user", "type"};
+const std::vector<std::string>& job_container_keys() {
+  static const std::vector<std::string> keys = {"image", "runtime", "mounts"};
+  return keys;
+}
+const std::vector<std::string>& job_checkpoint_keys() {
+  static const std::vector<std::string> keys = {
+      "dir", "requeue", "signal", "signal_time", "max_restarts", "requeue_on_failure"};
+  return keys;
+}
+const std::vector<std::string>& job_mail_keys() {
+  static const std::vector<std::string> keys = {"user", "type"};
+  return keys;
+}
+
+namespace {
 
 // Applies one "KEY=VALUE" to root; returns the key path and its label for error messages.
 std::pair<std::string, std::string> apply_set(YAML::Node& root, const std::string& set) {
@@ -47,7 +57,7 @@ std::pair<std::string, std::string> apply_set(YAML::Node& root, const std::strin
 
 Container decode_container(const StrictReader& r, const YAML::Node& node) {
   Container c;
-  for (const auto& [key, value] : r.entries(node, "container", k_container_keys)) {
+  for (const auto& [key, value] : r.entries(node, "container", job_container_keys())) {
     const std::string path = "container." + key;
     if (key == "image") c.image = r.string(value, path);
     if (key == "runtime") c.runtime = r.choice(value, path, {"apptainer", "singularity", "pyxis"});
@@ -59,7 +69,7 @@ Container decode_container(const StrictReader& r, const YAML::Node& node) {
 
 Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
   Checkpoint c;
-  for (const auto& [key, value] : r.entries(node, "checkpoint", k_checkpoint_keys)) {
+  for (const auto& [key, value] : r.entries(node, "checkpoint", job_checkpoint_keys())) {
     const std::string path = "checkpoint." + key;
     if (key == "dir") c.dir = r.string(value, path);
     if (key == "requeue") c.requeue = r.boolean(value, path);
@@ -80,7 +90,7 @@ Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
 
 Mail decode_mail(const StrictReader& r, const YAML::Node& node) {
   Mail m;
-  for (const auto& [key, value] : r.entries(node, "mail", k_mail_keys)) {
+  for (const auto& [key, value] : r.entries(node, "mail", job_mail_keys())) {
     if (key == "user") m.user = r.string(value, "mail.user");
     if (key == "type") m.type = r.string(value, "mail.type");
   }

@@ -10,6 +10,10 @@ namespace ddpgen {
 
 // The keys a job file may have at its top level.
 const std::vector<std::string>& job_keys();
+// The keys of the job file's nested mappings: container, checkpoint, mail.
+const std::vector<std::string>& job_container_keys();
+const std::vector<std::string>& job_checkpoint_keys();
+const std::vector<std::string>& job_mail_keys();
 
 // Decodes job-file text named file. sets are "KEY=VALUE" overrides (KEY may be dotted, as in
 // checkpoint.requeue; VALUE is YAML, so "args=[-v, --lr=3]" is a list) applied before decoding,

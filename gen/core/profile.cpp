@@ -8,15 +8,28 @@
 #include "yaml_strict.hpp"
 
 namespace ddpgen {
-namespace {
 
-const std::vector<std::string> k_node_keys = {"gpus", "gpu_type", "cores", "memory_gb",
-                                              "local_disk_gb"};
-const std::vector<std::string> k_partition_keys = {
-    "name",     "description", "min_nodes",  "max_nodes", "max_time", "min_gpus",
-    "max_gpus", "test",        "constraint", "node",      "sbatch"};
-const std::vector<std::string> k_account_keys = {"required", "hint"};
-const std::vector<std::string> k_container_keys = {"runtimes", "binds", "modules"};
+const std::vector<std::string>& profile_node_keys() {
+  static const std::vector<std::string> keys = {"gpus", "gpu_type", "cores", "memory_gb",
+                                                "local_disk_gb"};
+  return keys;
+}
+const std::vector<std::string>& profile_partition_keys() {
+  static const std::vector<std::string> keys = {
+      "name",     "description", "min_nodes",  "max_nodes", "max_time", "min_gpus",
+      "max_gpus", "test",        "constraint", "node",      "sbatch"};
+  return keys;
+}
+const std::vector<std::string>& profile_account_keys() {
+  static const std::vector<std::string> keys = {"required", "hint"};
+  return keys;
+}
+const std::vector<std::string>& profile_container_keys() {
+  static const std::vector<std::string> keys = {"runtimes", "binds", "modules"};
+  return keys;
+}
+
+namespace {
 
 // A GRES type is written into "#SBATCH --gres=gpu:TYPE:N", where ':' or ',' would change the
 // request and a newline would end the line (and with it every later #SBATCH).
@@ -33,7 +46,7 @@ std::string decode_gres_type(const StrictReader& r, const YAML::Node& node,
 
 NodeSpec decode_node(const StrictReader& r, const YAML::Node& node, const std::string& path,
                      NodeSpec spec) {
-  for (const auto& [key, value] : r.entries(node, path, k_node_keys)) {
+  for (const auto& [key, value] : r.entries(node, path, profile_node_keys())) {
     const std::string p = path + "." + key;
     if (key == "gpus") spec.gpus = r.integer(value, p, 0, 64);
     if (key == "gpu_type") spec.gpu_type = decode_gres_type(r, value, p);
@@ -72,7 +85,7 @@ std::vector<std::string> decode_directives(const StrictReader& r, const YAML::No
 
 Partition decode_partition(const StrictReader& r, const YAML::Node& node, const std::string& path) {
   Partition p;
-  for (const auto& [key, value] : r.entries(node, path, k_partition_keys)) {
+  for (const auto& [key, value] : r.entries(node, path, profile_partition_keys())) {
     const std::string kp = path + "." + key;
     if (key == "name") p.name = r.string(value, kp);
     if (key == "description") p.description = r.string(value, kp);
@@ -135,7 +148,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
     if (key == "sources") p.sources = r.strings(value, key);
     if (key == "ddp_plugin") p.ddp_plugin = r.boolean(value, key);
     if (key == "account") {
-      for (const auto& [k, v] : r.entries(value, key, k_account_keys)) {
+      for (const auto& [k, v] : r.entries(value, key, profile_account_keys())) {
         if (k == "required") p.account_required = r.boolean(v, "account.required");
         if (k == "hint") p.account_hint = r.string(v, "account.hint");
       }
@@ -159,7 +172,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
     if (key == "module_use") p.module_use = r.strings(value, key);
     if (key == "env") decode_site_env(r, value, p);
     if (key == "container") {
-      for (const auto& [k, v] : r.entries(value, key, k_container_keys)) {
+      for (const auto& [k, v] : r.entries(value, key, profile_container_keys())) {
         const std::string kp = "container." + k;
         if (k == "runtimes") {
           p.container_runtimes.clear();

@@ -19,6 +19,12 @@ struct ProfileDoc {
 
 // The keys a profile may have at its top level.
 const std::vector<std::string>& profile_keys();
+// The keys of the profile's nested mappings: node (also a partition's), partitions[],
+// account, container.
+const std::vector<std::string>& profile_node_keys();
+const std::vector<std::string>& profile_partition_keys();
+const std::vector<std::string>& profile_account_keys();
+const std::vector<std::string>& profile_container_keys();
 
 // Parses profile text and reads its "extends:" so the caller can load the base first.
 Result<ProfileDoc> read_profile_doc(const std::string& text, const std::string& file);
