@@ -21,7 +21,7 @@ namespace {
 Result<std::string> capture(std::vector<std::string> argv) {
   const std::string label = argv[0] + (argv.size() > 1 ? " " + argv[1] : "");
   int fds[2];
-  if (pipe(fds) != 0) return std::unexpected(Error{{label, 0, 0}, std::strerror(errno)});
+  if (pipe(fds) != 0) return ddp::fail({label, 0, 0}, std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
@@ -42,14 +42,13 @@ Result<std::string> capture(std::vector<std::string> argv) {
   }
   close(fds[0]);
   if (rc != 0)
-    return std::unexpected(Error{{label, 0, 0},
-                                 std::string("cannot run it: ") + std::strerror(rc) +
-                                     " (run this on a node with Slurm's clients)"});
+    return ddp::fail({label, 0, 0}, std::string("cannot run it: ") + std::strerror(rc) +
+                                        " (run this on a node with Slurm's clients)");
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return std::unexpected(Error{{label, 0, 0}, "failed; is this a Slurm cluster's login node?"});
+    return ddp::fail({label, 0, 0}, "failed; is this a Slurm cluster's login node?");
   return out;
 }
 

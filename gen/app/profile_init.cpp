@@ -13,9 +13,8 @@ Result<void> profile_init(const std::string& name, const std::string& output) {
                                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                        "0123456789_.-") == std::string::npos;
   if (!ok)
-    return std::unexpected(
-        Error{{"--name", 0, 0},
-              "\"" + name.substr(0, 40) + "\": use letters, digits, '_', '.' and '-' only"});
+    return ddp::fail({"--name", 0, 0},
+                     "\"" + name.substr(0, 40) + "\": use letters, digits, '_', '.' and '-' only");
   auto facts = read_live_cluster();
   if (!facts) return std::unexpected(facts.error());
   const std::string text = draft_profile(*facts, name);

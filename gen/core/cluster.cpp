@@ -141,8 +141,8 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
     ++line_no;
     auto f = fields_of(line);
     if (value_of(f, "PartitionName").empty())
-      return std::unexpected(Error{{"scontrol show partition", line_no, 1},
-                                   "no PartitionName= in \"" + line.substr(0, 60) + "\""});
+      return ddp::fail({"scontrol show partition", line_no, 1},
+                       "no PartitionName= in \"" + line.substr(0, 60) + "\"");
     facts.partitions.push_back(partition_of(f));
   }
   line_no = 0;
@@ -150,13 +150,12 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
     ++line_no;
     auto f = fields_of(line);
     if (value_of(f, "NodeName").empty())
-      return std::unexpected(Error{{"scontrol show node", line_no, 1},
-                                   "no NodeName= in \"" + line.substr(0, 60) + "\""});
+      return ddp::fail({"scontrol show node", line_no, 1},
+                       "no NodeName= in \"" + line.substr(0, 60) + "\"");
     facts.nodes.push_back(node_of(f));
   }
   if (facts.partitions.empty())
-    return std::unexpected(
-        Error{{"scontrol show partition", 0, 0}, "the cluster reports no partitions"});
+    return ddp::fail({"scontrol show partition", 0, 0}, "the cluster reports no partitions");
   return facts;
 }
 

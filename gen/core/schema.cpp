@@ -176,8 +176,8 @@ struct Builder {
       const std::string path = name + "." + key;
       auto it = types.find(path);
       if (it == types.end())
-        throw DecodeFailure{
-            {{"schema", 0, 0}, "key \"" + path + "\" has no JSON type in gen/core/schema.cpp"}};
+        throw Error{"key \"" + path + "\" has no JSON type in gen/core/schema.cpp",
+                    {"schema", 0, 0}};
       used.insert(path);
       out += (key == section.keys.front() ? "\n" : ",\n") + indent + "    " + quoted(key) + ": " +
              value(it->second, indent + "    ");
@@ -213,11 +213,11 @@ Result<std::string> json_schema(SchemaKind kind) {
     body = b.object(job ? "job" : "profile", "  ");
     for (const auto& [path, fragment] : b.types)
       if (!b.used.contains(path))
-        throw DecodeFailure{{{"schema", 0, 0},
-                             "gen/core/schema.cpp types \"" + path +
-                                 "\", which the reader's key tables do not have"}};
-  } catch (const DecodeFailure& failure) {
-    return std::unexpected(failure.error);
+        throw Error{
+            "gen/core/schema.cpp types \"" + path + "\", which the reader's key tables do not have",
+            {"schema", 0, 0}};
+  } catch (const Error& error) {
+    return std::unexpected(error);
   }
   // A concrete profile needs partitions, its own or inherited (decode_profile says the same).
   if (!job)

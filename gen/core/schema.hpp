@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "error.hpp"
+#include "model.hpp"
 
 namespace ddpgen {
 
