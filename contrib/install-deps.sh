@@ -11,6 +11,10 @@ readonly k_packages=(
   build-essential cmake g++ pkg-config git ca-certificates
   # Slurm and munge: headers for the plugin, daemons and clients for the embedded cluster
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge
+  # MUNGE's library: ddp-check signs and verifies every hello with it
+  libmunge-dev
+  # Debian's clang and its libFuzzer runtime, for the wire-format fuzz test (tests/fuzz)
+  clang libclang-rt-14-dev
   # libraries of ddpgen and the tests
   libyaml-cpp-dev libfmt-dev libhwloc-dev libcli11-dev libkainjow-mustache-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -22,6 +26,11 @@ readonly k_packages=(
   shellcheck bats iproute2 util-linux mount procps hostname coreutils
   # tests/bench/compare_seed.sh counts the processes a batch script starts
   strace
+  # debootstrap makes the Debian userlands of the other Slurm releases the cluster tests run
+  # (tests/cluster/userland.sh: Debian 13's 24.11, unstable's 26.05)
+  debootstrap
+  # libFuzzer for tests/fuzz: clang-16 (clang 14 has no std::expected with libstdc++ 12)
+  clang-16 libclang-rt-16-dev
   # Lmod, for the site-emulation tests (cluster.sh up --site: sites' module names, stubbed)
   lmod
   # packages (contrib/package.sh: .deb and .rpm) and their checks; man pages; the JSON

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "admit.hpp"
 #include "bandwidth.hpp"
 #include "hello.hpp"
 #include "interfaces.hpp"
@@ -104,6 +105,22 @@ int show_topology(const Options& o) {
   return k_exit_ok;
 }
 
+// How this process signs and checks hellos: --auth, and munged's socket from --munge-socket,
+// else from slurm.conf's AuthInfo (where Slurm's own auth/munge finds it), else the default.
+AuthConfig auth_config(const Options& o, const EnvLookup& env) {
+  AuthConfig auth;
+  auth.mode = o.auth;
+  auth.uid = static_cast<std::uint32_t>(getuid());
+  // The credential outlives the check by a little; MUNGE remembers it (replay) until then.
+  auth.ttl_s = static_cast<unsigned>(std::ceil(o.timeout_s)) + 10;
+  auth.munge_socket = o.munge_socket;
+  if (!auth.munge_socket && auth.mode == AuthMode::munge) {
+    auto conf = env("SLURM_CONF").value_or("/etc/slurm/slurm.conf");
+    if (auto text = sys::read_file(conf)) auth.munge_socket = munge_socket_from_slurm_conf(*text);
+  }
+  return auth;
+}
+
 // The footer under the table: what `auto` would choose on every node.
 std::string ifname_advice(const std::vector<Hello>& hellos) {
   std::set<std::string> names;
@@ -123,59 +140,47 @@ std::string who(const Identity& id) {
          " (" + id.self.host + ")";
 }
 
-int run_master(Session& session, const Identity& id, const Options& o, Clock::time_point start,
-               Clock::time_point deadline) {
-  const double t = o.timeout_s;
-  // Leave a quarter of the bound for the verdict to reach everyone before they give up.
-  const auto collect_until =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t * 0.75));
-  Exchange ex = session.run(collect_until);
-  if (ex.local_fault) {
-    say(who(id) + ": FAILED: " + *ex.local_fault);
-    return k_exit_fault;
+// Prints the connections rank 0 refused: none of them was counted, each is named.
+void report_refusals(const Exchange& ex) {
+  for (const auto& r : ex.refused) say("REFUSED: " + r);
+  if (ex.refused_count > ex.refused.size()) {
+    say("REFUSED: " + std::to_string(ex.refused_count - ex.refused.size()) + " more connections");
   }
-  WorldReport report = verify_world(ex.hellos, session.self(), id.scope);
-  if (ex.self_unreachable) report.faults.insert(report.faults.begin(), *ex.self_unreachable);
-  std::set<std::string> nodes;
-  for (const auto& h : ex.hellos) nodes.insert(h.node_rank ? std::to_string(*h.node_rank) : h.host);
-  if (!ex.hellos.empty()) std::fputs(render_table(ex.hellos, id.scope).c_str(), stdout);
-  const auto send_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
-  if (!report.ok()) {
-    for (const auto& f : report.faults) say("FAULT: " + f);
-    session.broadcast({Verdict::Kind::fail, summarize(report)}, send_until);
-    say("FAILED: " + std::to_string(report.faults.size()) +
-        (report.faults.size() == 1 ? " fault" : " faults") + " found by " + who(id));
-    return k_exit_fault;
-  }
-  const std::string elapsed =
-      std::to_string(std::chrono::duration<double>(Clock::now() - start).count()).substr(0, 5);
-  std::printf("%s\n", ifname_advice(ex.hellos).c_str());
+}
 
-  // NCCL phase: only when every rank can join, else nobody blocks in ncclCommInitRank.
-  std::optional<std::string> skip;
-  if (!o.nccl)
-    skip = "--no-nccl";
-  else if (id.scope != Scope::ranks)
-    skip = "torchrun mode (a launcher is not a rank)";
-  else if (auto why = nccl_unavailable())
-    skip = *why;
-  else {
-    for (const auto& h : ex.hellos) {
-      if (!h.nccl_ready) {
-        skip = "rank " + std::to_string(h.rank) + " on " + h.host + " has no GPU or no NCCL";
-        break;
-      }
-    }
+// The verdict on what arrived: the world's faults, then why rank 0 may not have seen a rank.
+WorldReport judge(const Exchange& ex, const Hello& self, Scope scope) {
+  WorldReport report = verify_world(ex.hellos, self, scope);
+  if (ex.self_unreachable) report.faults.insert(report.faults.begin(), *ex.self_unreachable);
+  if (report.ok()) return report;
+  if (ex.refused_count > 0) {
+    std::string text = std::to_string(ex.refused_count) +
+                       (ex.refused_count == 1 ? " connection" : " connections") +
+                       " refused, not counted: " + ex.refused.front();
+    if (ex.refused_count > 1) text += "; ...";
+    report.faults.push_back(text);
   }
-  if (skip) {
-    std::printf("NCCL phase skipped: %s\n", skip->c_str());
-    session.broadcast({Verdict::Kind::ok, {}}, send_until);
-    std::printf("ddp-check: OK: %zu %s on %zu %s reached %s:%u in %s s\n", ex.hellos.size(),
-                id.scope == Scope::ranks ? "ranks" : "node launchers", nodes.size(),
-                nodes.size() == 1 ? "node" : "nodes", id.master_addr.c_str(), id.master_port,
-                elapsed.c_str());
-    return k_exit_ok;
+  if (ex.accept_trouble) report.faults.push_back("rank 0: " + *ex.accept_trouble);
+  return report;
+}
+
+// Why the NCCL phase does not run, or nullopt when every rank can join it.
+std::optional<std::string> nccl_skip_reason(const Options& o, const Identity& id,
+                                            const std::vector<Hello>& hellos) {
+  if (!o.nccl) return "--no-nccl";
+  if (id.scope != Scope::ranks) return "torchrun mode (a launcher is not a rank)";
+  if (auto why = nccl_unavailable()) return *why;
+  for (const auto& h : hellos) {
+    if (!h.nccl_ready)
+      return "rank " + std::to_string(h.rank) + " on " + h.host + " has no GPU or no NCCL";
   }
+  return std::nullopt;
+}
+
+// Rank 0's NCCL phase: hands the unique id to the admitted ranks, all-reduces, judges.
+int nccl_master(Session& session, const Identity& id, const Options& o, std::size_t ranks,
+                std::size_t nodes, Clock::time_point deadline) {
+  const auto send_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
   auto nccl_id = nccl_new_id();
   if (!nccl_id) {
     session.broadcast({Verdict::Kind::fail, "rank 0: " + nccl_id.error().message}, send_until);
@@ -208,9 +213,47 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
     return k_exit_fault;
   }
   session.broadcast({Verdict::Kind::ok, {}}, final_until);
-  std::printf("ddp-check: OK: %zu ranks on %zu nodes, TCP and NCCL\n", ex.hellos.size(),
-              nodes.size());
+  std::printf("ddp-check: OK: %zu ranks on %zu nodes, TCP and NCCL\n", ranks, nodes);
   return k_exit_ok;
+}
+
+int run_master(Session& session, const Identity& id, const Options& o, Clock::time_point start,
+               Clock::time_point deadline) {
+  // Leave a quarter of the bound for the verdict to reach everyone before they give up.
+  const auto collect_until = start + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(o.timeout_s * 0.75));
+  Exchange ex = session.run(collect_until);
+  if (ex.local_fault) {
+    say(who(id) + ": FAILED: " + *ex.local_fault);
+    return k_exit_fault;
+  }
+  const WorldReport report = judge(ex, session.self(), id.scope);
+  std::set<std::string> nodes;
+  for (const auto& h : ex.hellos) nodes.insert(h.node_rank ? std::to_string(*h.node_rank) : h.host);
+  if (!ex.hellos.empty()) std::fputs(render_table(ex.hellos, id.scope).c_str(), stdout);
+  std::fflush(stdout);
+  report_refusals(ex);
+  const auto send_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+  if (!report.ok()) {
+    for (const auto& f : report.faults) say("FAULT: " + f);
+    session.broadcast({Verdict::Kind::fail, summarize(report)}, send_until);
+    say("FAILED: " + std::to_string(report.faults.size()) +
+        (report.faults.size() == 1 ? " fault" : " faults") + " found by " + who(id));
+    return k_exit_fault;
+  }
+  std::printf("%s\n", ifname_advice(ex.hellos).c_str());
+  if (auto skip = nccl_skip_reason(o, id, ex.hellos)) {
+    const std::string elapsed =
+        std::to_string(std::chrono::duration<double>(Clock::now() - start).count()).substr(0, 5);
+    std::printf("NCCL phase skipped: %s\n", skip->c_str());
+    session.broadcast({Verdict::Kind::ok, {}}, send_until);
+    std::printf("ddp-check: OK: %zu %s on %zu %s reached %s:%u in %s s\n", ex.hellos.size(),
+                id.scope == Scope::ranks ? "ranks" : "node launchers", nodes.size(),
+                nodes.size() == 1 ? "node" : "nodes", id.master_addr.c_str(), id.master_port,
+                elapsed.c_str());
+    return k_exit_ok;
+  }
+  return nccl_master(session, id, o, ex.hellos.size(), nodes.size(), deadline);
 }
 
 int run_worker(Session& session, const Identity& id, const Options& o) {
@@ -272,7 +315,7 @@ int main(int argc, char** argv) {
   arm_watchdog(options->timeout_s);
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options->timeout_s));
-  Session session(*identity, deadline);
+  Session session(*identity, auth_config(*options, getenv_lookup), deadline);
   return identity->is_master() ? run_master(session, *identity, *options, start, deadline)
                                : run_worker(session, *identity, *options);
 }

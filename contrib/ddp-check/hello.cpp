@@ -1,6 +1,9 @@
-// The hello and verdict lines: `ddp-check/1 hello key=value ...` and `ddp-check/1 ok|fail|nccl`.
+// The hello and verdict lines: `ddp-check/2 hello key=value ... cred=C` and
+// `ddp-check/2 ok|fail|nccl ...`.
 #include "hello.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -9,17 +12,16 @@
 namespace ddp::check {
 namespace {
 
-constexpr std::size_t k_max_value = 256;
+bool printable_byte(char c) {
+  auto u = static_cast<unsigned char>(c);
+  return u > 0x20 && u < 0x7f;
+}
 
-// One whitespace-free token: spaces and control characters become '_', long values are cut.
-std::string token(std::string_view value) {
+// One printable token: anything outside printable ASCII becomes '_', long values are cut.
+std::string token(std::string_view value, std::size_t max_chars = k_max_value) {
   if (value.empty()) return "-";
   std::string out;
-  out.reserve(value.size() < k_max_value ? value.size() : k_max_value);
-  for (char c : value.substr(0, k_max_value)) {
-    auto u = static_cast<unsigned char>(c);
-    out += (u <= 0x20 || u == 0x7f) ? '_' : c;
-  }
+  for (char c : value.substr(0, max_chars)) out += printable_byte(c) ? c : '_';
   return out;
 }
 
@@ -38,14 +40,100 @@ std::vector<std::string_view> split_spaces(std::string_view line) {
 
 // `s` shown in an error message: printable, bounded.
 std::string shown(std::string_view s) {
-  std::string out = "\"" + token(s.substr(0, 60));
-  if (s.size() > 60) out += "...";
-  return out + "\"";
+  return "\"" + printable(s, 60) + "\"";
+}
+
+// The keys of a hello, in the order format_hello() writes them; `cred` must come last.
+constexpr std::string_view k_keys[] = {
+    "rank", "world", "local_rank", "local_world", "node_rank", "nnodes", "nproc",
+    "pid",  "host",  "gpus",       "if",          "if_kind",   "addr",   "nccl",
+    "job",  "step",  "het",        "port",        "auth",      "cred",
+};
+constexpr std::size_t k_key_count = std::size(k_keys);
+
+std::optional<std::size_t> key_index(std::string_view key) {
+  for (std::size_t i = 0; i < k_key_count; ++i) {
+    if (k_keys[i] == key) return i;
+  }
+  return std::nullopt;
+}
+
+// Where the value of key number `index` goes: a number, an optional number, or text. Keys
+// with none of them (nccl, auth) are handled by store().
+std::uint32_t* number_field(Hello& h, std::size_t index) {
+  std::uint32_t* fields[] = {&h.rank, &h.world_size, &h.local_rank,     &h.local_world_size,
+                             nullptr, nullptr,       &h.nproc_per_node, &h.pid};
+  if (index == 17) return &h.port;
+  return index < std::size(fields) ? fields[index] : nullptr;
+}
+std::optional<std::uint32_t>* optional_field(Hello& h, std::size_t index) {
+  return index == 4 ? &h.node_rank : index == 5 ? &h.nnodes : nullptr;
+}
+std::string* text_field(Hello& h, std::size_t index) {
+  std::string* fields[] = {&h.host, &h.gpus, &h.ifname, &h.if_kind, &h.address,
+                           nullptr, &h.job,  &h.step,   &h.het};
+  if (index == k_key_count - 1) return &h.cred;
+  return index >= 8 && index - 8 < std::size(fields) ? fields[index - 8] : nullptr;
+}
+
+// Stores `value` for key number `index`; false when the value is malformed.
+bool store(Hello& h, std::size_t index, std::string_view value) {
+  if (auto* field = number_field(h, index)) {
+    auto n = text::parse_uint<std::uint32_t>(value);
+    if (n) *field = *n;
+    return n.has_value();
+  }
+  if (auto* field = optional_field(h, index)) {
+    if (value == "-") return true;
+    auto n = text::parse_uint<std::uint32_t>(value);
+    if (n) *field = *n;
+    return n.has_value();
+  }
+  if (auto* field = text_field(h, index)) {
+    *field = value;
+    return true;
+  }
+  if (index == 13) {  // nccl
+    h.nccl_ready = value == "1";
+    return value == "0" || value == "1";
+  }
+  h.auth = value == "none" ? AuthMode::none : AuthMode::munge;  // auth
+  return value == "none" || value == "munge";
+}
+
+// Checks one key=value word (number `position` among the keys) and stores it.
+Result<void> parse_word(Hello& h, std::string_view word, std::vector<bool>& seen) {
+  auto eq = word.find('=');
+  if (eq == std::string_view::npos) return fail("hello: expected key=value, got " + shown(word));
+  auto key = word.substr(0, eq);
+  auto value = word.substr(eq + 1);
+  auto index = key_index(key);
+  if (!index) return fail("hello: unknown key " + shown(key));
+  if (seen[*index]) return fail("hello: key " + shown(key) + " given twice");
+  seen[*index] = true;
+  const bool is_cred = *index == k_key_count - 1;
+  if (value.size() > (is_cred ? k_max_credential : k_max_value))
+    return fail("hello: value of " + shown(key) + " too long");
+  if (!std::all_of(value.begin(), value.end(), printable_byte))
+    return fail("hello: value of " + shown(key) + " is not printable ASCII");
+  if (!store(h, *index, value))
+    return fail("hello: bad value " + shown(value) + " for " + shown(key));
+  return {};
 }
 
 }  // namespace
 
-std::string format_hello(const Hello& h) {
+std::string printable(std::string_view text, std::size_t max_chars) {
+  std::string out;
+  for (char c : text.substr(0, max_chars)) {
+    auto u = static_cast<unsigned char>(c);
+    out += u >= 0x20 && u < 0x7f ? c : '?';
+  }
+  if (text.size() > max_chars) out += "...";
+  return out;
+}
+
+std::string hello_body(const Hello& h) {
   std::string line{k_protocol};
   auto add = [&line](std::string_view key, std::string_view value) {
     line += ' ';
@@ -71,94 +159,38 @@ std::string format_hello(const Hello& h) {
   add("if_kind", h.if_kind);
   add("addr", h.address);
   add("nccl", h.nccl_ready ? "1" : "0");
-  line += '\n';
-  return line;  // 14 keys of at most k_max_value characters stay far below k_max_line
+  add("job", h.job);
+  add("step", h.step);
+  add("het", h.het);
+  add_num("port", h.port);
+  add("auth", h.auth == AuthMode::none ? "none" : "munge");
+  return line;  // 19 keys of at most k_max_value characters: the credential still fits
+}
+
+std::string format_hello(const Hello& h) {
+  return hello_body(h) + " cred=" + token(h.cred, k_max_credential) + "\n";
 }
 
 Result<Hello> parse_hello(std::string_view line) {
   auto words = split_spaces(line);
   if (words.size() < 2 || words[0] != k_protocol || words[1] != "hello") {
-    return fail("not a ddp-check/1 hello: " + shown(line));
+    return fail("not a " + std::string(k_protocol) + " hello: " + shown(line));
   }
   Hello h;
-  unsigned seen = 0;
-  struct Key {
-    std::string_view name;
-    unsigned bit;
-  };
-  static constexpr Key k_keys[] = {
-      {"rank", 1u << 0},        {"world", 1u << 1},     {"local_rank", 1u << 2},
-      {"local_world", 1u << 3}, {"node_rank", 1u << 4}, {"nnodes", 1u << 5},
-      {"nproc", 1u << 6},       {"pid", 1u << 7},       {"host", 1u << 8},
-      {"gpus", 1u << 9},        {"if", 1u << 10},       {"if_kind", 1u << 11},
-      {"addr", 1u << 12},       {"nccl", 1u << 13},
-  };
-  constexpr unsigned k_all = (1u << 14) - 1;
+  std::vector<bool> seen(k_key_count, false);
   for (std::size_t i = 2; i < words.size(); ++i) {
-    auto eq = words[i].find('=');
-    if (eq == std::string_view::npos)
-      return fail("hello: expected key=value, got " + shown(words[i]));
-    auto key = words[i].substr(0, eq);
-    auto value = words[i].substr(eq + 1);
-    unsigned bit = 0;
-    for (const auto& k : k_keys) {
-      if (k.name == key) bit = k.bit;
-    }
-    if (bit == 0) return fail("hello: unknown key " + shown(key));
-    if (seen & bit) return fail("hello: key " + shown(key) + " given twice");
-    seen |= bit;
-    if (value.size() > k_max_value) return fail("hello: value of " + shown(key) + " too long");
-
-    auto number = [&](std::uint32_t& out) -> bool {
-      auto n = text::parse_uint<std::uint32_t>(value);
-      if (n) out = *n;
-      return n.has_value();
-    };
-    auto optional_number = [&](std::optional<std::uint32_t>& out) -> bool {
-      if (value == "-") return true;
-      auto n = text::parse_uint<std::uint32_t>(value);
-      if (n) out = *n;
-      return n.has_value();
-    };
-    bool ok = true;
-    if (key == "rank")
-      ok = number(h.rank);
-    else if (key == "world")
-      ok = number(h.world_size);
-    else if (key == "local_rank")
-      ok = number(h.local_rank);
-    else if (key == "local_world")
-      ok = number(h.local_world_size);
-    else if (key == "node_rank")
-      ok = optional_number(h.node_rank);
-    else if (key == "nnodes")
-      ok = optional_number(h.nnodes);
-    else if (key == "nproc")
-      ok = number(h.nproc_per_node);
-    else if (key == "pid")
-      ok = number(h.pid);
-    else if (key == "host")
-      h.host = value;
-    else if (key == "gpus")
-      h.gpus = value;
-    else if (key == "if")
-      h.ifname = value;
-    else if (key == "if_kind")
-      h.if_kind = value;
-    else if (key == "addr")
-      h.address = value;
-    else if (key == "nccl") {
-      ok = value == "0" || value == "1";
-      h.nccl_ready = value == "1";
-    }
-    if (!ok) return fail("hello: bad value " + shown(value) + " for " + shown(key));
+    if (seen.back()) return fail("hello: " + shown(words[i]) + " after the credential");
+    if (auto ok = parse_word(h, words[i], seen); !ok) return std::unexpected(ok.error());
   }
-  if (seen != k_all) {
-    for (const auto& k : k_keys) {
-      if (!(seen & k.bit)) return fail("hello: missing key " + shown(k.name));
-    }
+  for (std::size_t i = 0; i < k_key_count; ++i) {
+    if (!seen[i]) return fail("hello: missing key " + shown(k_keys[i]));
   }
   return h;
+}
+
+std::string_view signed_part(std::string_view line) {
+  auto at = line.find(" cred=");
+  return at == std::string_view::npos ? line : line.substr(0, at);
 }
 
 std::string format_verdict(const Verdict& v) {
@@ -181,7 +213,7 @@ std::string format_verdict(const Verdict& v) {
     bool cut = text.size() > room;
     for (char c : text.substr(0, room)) {
       auto u = static_cast<unsigned char>(c);
-      line += (u < 0x20 || u == 0x7f) ? ' ' : c;
+      line += u < 0x20 ? ' ' : u >= 0x7f ? '?' : c;
     }
     if (cut) line += "...";
   }
@@ -191,11 +223,13 @@ std::string format_verdict(const Verdict& v) {
 
 Result<Verdict> parse_verdict(std::string_view line) {
   std::string prefix{k_protocol};
-  if (!line.starts_with(prefix + " ")) return fail("not a ddp-check/1 verdict: " + shown(line));
+  if (!line.starts_with(prefix + " ")) return fail("not a " + prefix + " verdict: " + shown(line));
   auto rest = line.substr(prefix.size() + 1);
   if (rest == "ok") return Verdict{Verdict::Kind::ok, {}};
-  if (rest.starts_with("fail ")) return Verdict{Verdict::Kind::fail, std::string(rest.substr(5))};
-  if (rest.starts_with("nccl ")) return Verdict{Verdict::Kind::nccl, std::string(rest.substr(5))};
+  if (rest.starts_with("fail "))
+    return Verdict{Verdict::Kind::fail, printable(rest.substr(5), k_max_line)};
+  if (rest.starts_with("nccl "))
+    return Verdict{Verdict::Kind::nccl, printable(rest.substr(5), k_max_line)};
   return fail("unknown verdict: " + shown(rest));
 }
 

@@ -1,5 +1,6 @@
 // ddp-check's wire protocol: one hello line from every rank to rank 0, one verdict line back.
-// Plain text so that a failing step can be debugged with `nc`; every line is bounded.
+// Plain text so that a failing step can be debugged with `nc`; every line is bounded. A hello
+// names its job step and ends with a MUNGE credential that signs everything before it.
 #pragma once
 
 #include <cstddef>
@@ -15,10 +16,18 @@ namespace ddp::check {
 // What one process stands for: a rank (`srun --ddp`) or a node launcher (`--ddp=torchrun`).
 enum class Scope { ranks, nodes };
 
-// The longest line either side sends or accepts, newline included.
-inline constexpr std::size_t k_max_line = 2048;
+// How a hello proves where it comes from: a MUNGE credential, or nothing (`--auth=none`).
+enum class AuthMode { munge, none };
+
+// The longest line either side sends or accepts, newline included: room for a credential that
+// signs a hello of 20 values of k_max_value characters each.
+inline constexpr std::size_t k_max_line = 16384;
+// The longest value of a hello key; the credential may be longer (k_max_credential).
+inline constexpr std::size_t k_max_value = 256;
+inline constexpr std::size_t k_max_credential = 12288;
 // First token of every line; a peer speaking anything else is rejected, not guessed at.
-inline constexpr std::string_view k_protocol = "ddp-check/1";
+// Version 2 added the job step and the credential.
+inline constexpr std::string_view k_protocol = "ddp-check/2";
 
 // One process's view of the world, as its environment and its connection describe it.
 struct Hello {
@@ -36,15 +45,33 @@ struct Hello {
   std::string if_kind;      // infiniband, ethernet, ... of that interface, "?" if unknown
   std::string address;      // local address of that connection (getsockname)
   bool nccl_ready = false;  // built with NCCL and sees a GPU: may join the NCCL phase
+  std::string job = "-";    // the job step the process runs in (see StepBinding), "-" if none
+  std::string step = "-";
+  std::string het = "-";
+  std::uint32_t port = 0;  // the MASTER_PORT it is sent to: a hello is good for one rendezvous
+  AuthMode auth = AuthMode::munge;
+  std::string cred = "-";  // the MUNGE credential of hello_body(); "-" with AuthMode::none
 };
 
-// The hello line for `h`, newline included. Values are made single tokens (spaces and control
-// characters become '_') and cut so that the line never exceeds k_max_line.
+// The hello line without the credential and the newline: what the credential signs. Values
+// are made single printable tokens (anything but printable ASCII becomes '_') and cut to
+// k_max_value characters.
+std::string hello_body(const Hello& h);
+
+// The hello line for `h`: hello_body(h), then ` cred=` and the credential, then a newline.
 std::string format_hello(const Hello& h);
 
-// Parses a hello line (without its newline). Unknown keys, missing keys and malformed numbers
-// are errors naming the key, so a version mismatch is diagnosed rather than misread.
+// Parses a hello line (without its newline). Unknown keys, missing keys, malformed numbers and
+// bytes outside printable ASCII are errors naming the key, so a version mismatch is diagnosed
+// rather than misread, and nothing a peer sends can reach a terminal unfiltered.
 Result<Hello> parse_hello(std::string_view line);
+
+// The part of a parsed hello line its credential signs: everything before " cred=".
+std::string_view signed_part(std::string_view line);
+
+// `text` made safe to print: bytes outside printable ASCII become '?', and it is cut to
+// `max_chars` (with "..."). For every text that came from a peer.
+std::string printable(std::string_view text, std::size_t max_chars = 512);
 
 // What rank 0 answers.
 struct Verdict {
@@ -55,7 +82,7 @@ struct Verdict {
 // The verdict line, newline included; `text` is flattened to one line and bounded.
 std::string format_verdict(const Verdict& v);
 
-// Parses a verdict line (without its newline).
+// Parses a verdict line (without its newline); the text comes back printable().
 Result<Verdict> parse_verdict(std::string_view line);
 
 // Accumulates bytes from a stream socket and hands out complete lines. A line longer than

@@ -4,7 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <string>
+#include <utility>
 
+#include "admit.hpp"
 #include "rules.hpp"
 #include "text.hpp"
 
@@ -79,13 +81,44 @@ std::string usage() {
          "  --nccl-bytes N          all-reduce size in bytes (default 67108864)\n"
          "  --topology [FILE.xml]   print GPUs and network interfaces (hwloc) and exit\n"
          "  --route-to ADDR         with --topology: the interface that routes to ADDR\n"
+         "  --auth munge|none       how hellos prove their job step and user (default munge;\n"
+         "                          env DDP_CHECK_AUTH); none: for clusters without MUNGE,\n"
+         "                          hellos are bound to the step but not authenticated\n"
+         "  --munge-socket PATH     munged's socket (env DDP_CHECK_MUNGE_SOCKET; default:\n"
+         "                          AuthInfo=socket= of slurm.conf, else libmunge's)\n"
          "  --help, --version\n"
          "\n"
          "DDP_CHECK_HOSTNAME overrides the host name a process reports (tests fake nodes).\n";
 }
 
-Result<Options> parse_options(std::span<const std::string_view> args, const EnvLookup& env) {
-  Options o;
+namespace {
+
+// One command-line argument and its value, as parse_options() walks argv.
+struct Cursor {
+  std::span<const std::string_view> args;
+  std::size_t i = 0;
+  std::string_view name;
+  std::optional<std::string_view> inline_value;
+
+  Result<std::string_view> value() {
+    if (inline_value) return *inline_value;
+    if (i + 1 >= args.size()) return fail(std::string(name) + ": missing value");
+    return args[++i];
+  }
+  Result<void> no_value() const {
+    if (inline_value) return fail(std::string(name) + " takes no value");
+    return {};
+  }
+};
+
+Result<AuthMode> parse_auth(std::string_view what, std::string_view text) {
+  if (text == "munge") return AuthMode::munge;
+  if (text == "none") return AuthMode::none;
+  return fail(std::string(what) + "=\"" + std::string(text.substr(0, 40)) +
+              "\": unknown authentication (valid: munge, none)");
+}
+
+Result<void> apply_env(Options& o, const EnvLookup& env) {
   if (auto t = env("DDP_CHECK_TIMEOUT")) {
     auto value = parse_timeout("DDP_CHECK_TIMEOUT", *t);
     if (!value) return std::unexpected(value.error());
@@ -96,77 +129,125 @@ Result<Options> parse_options(std::span<const std::string_view> args, const EnvL
     if (!value) return std::unexpected(value.error());
     o.nccl_min_busbw = *value;
   }
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    std::string_view name = arg;
-    std::optional<std::string_view> inline_value;
+  if (auto a = env("DDP_CHECK_AUTH")) {
+    auto value = parse_auth("DDP_CHECK_AUTH", *a);
+    if (!value) return std::unexpected(value.error());
+    o.auth = *value;
+  }
+  if (auto s = env("DDP_CHECK_MUNGE_SOCKET"); s && !s->empty()) o.munge_socket = *s;
+  return {};
+}
+
+Result<void> apply_mode(Options& o, std::string_view v) {
+  if (v == "tasks")
+    o.scope = Scope::ranks;
+  else if (v == "torchrun")
+    o.scope = Scope::nodes;
+  else
+    return fail("--mode=" + std::string(v.substr(0, 40)) +
+                ": unknown mode (valid: tasks, torchrun)");
+  return {};
+}
+
+Result<void> apply_nccl_bytes(Options& o, std::string_view v) {
+  auto n = text::parse_uint<std::uint64_t>(v);
+  if (!n || *n < 4 || *n > (16ull << 30)) {
+    return fail("--nccl-bytes=" + std::string(v.substr(0, 40)) +
+                ": expected a size in bytes from 4 to 17179869184");
+  }
+  o.nccl_bytes = *n;
+  return {};
+}
+
+// Options that take a value: --timeout, --mode, --nccl-min-busbw, --nccl-bytes, --route-to,
+// --auth, --munge-socket. nullopt when `c.name` is none of them.
+std::optional<Result<void>> apply_valued(Options& o, Cursor& c) {
+  using Apply = Result<void> (*)(Options&, std::string_view);
+  static constexpr std::pair<std::string_view, Apply> k_valued[] = {
+      {"--timeout",
+       [](Options& opts, std::string_view v) -> Result<void> {
+         auto t = parse_timeout("--timeout", v);
+         if (!t) return std::unexpected(t.error());
+         opts.timeout_s = *t;
+         return {};
+       }},
+      {"--mode", apply_mode},
+      {"--nccl-min-busbw",
+       [](Options& opts, std::string_view v) -> Result<void> {
+         auto b = parse_busbw("--nccl-min-busbw", v);
+         if (!b) return std::unexpected(b.error());
+         opts.nccl_min_busbw = *b;
+         return {};
+       }},
+      {"--nccl-bytes", apply_nccl_bytes},
+      {"--route-to",
+       [](Options& opts, std::string_view v) -> Result<void> {
+         opts.route_to = std::string(v);
+         return {};
+       }},
+      {"--auth",
+       [](Options& opts, std::string_view v) -> Result<void> {
+         auto a = parse_auth("--auth", v);
+         if (!a) return std::unexpected(a.error());
+         opts.auth = *a;
+         return {};
+       }},
+      {"--munge-socket",
+       [](Options& opts, std::string_view v) -> Result<void> {
+         if (v.empty()) return fail("--munge-socket: expected the path of munged's socket");
+         opts.munge_socket = std::string(v);
+         return {};
+       }},
+  };
+  for (const auto& [option, apply] : k_valued) {
+    if (c.name != option) continue;
+    auto v = c.value();
+    if (!v) return std::unexpected(v.error());
+    return apply(o, *v);
+  }
+  return std::nullopt;
+}
+
+// Options without a value, and --topology with its optional file.
+Result<void> apply_flag(Options& o, Cursor& c) {
+  if (c.name == "--topology") {
+    o.topology_live = true;
+    if (c.inline_value) {
+      o.topology = std::string(*c.inline_value);
+      o.topology_live = false;
+    } else if (c.i + 1 < c.args.size() && !c.args[c.i + 1].starts_with("-")) {
+      o.topology = std::string(c.args[++c.i]);
+      o.topology_live = false;
+    }
+    return {};
+  }
+  bool* flag = c.name == "--no-nccl"                  ? &o.nccl
+               : c.name == "--help" || c.name == "-h" ? &o.help
+               : c.name == "--version"                ? &o.version
+                                                      : nullptr;
+  if (!flag)
+    return fail("unknown option \"" + std::string(c.args[c.i].substr(0, 40)) + "\" (see --help)");
+  if (auto r = c.no_value(); !r) return r;
+  *flag = c.name != "--no-nccl";
+  return {};
+}
+
+}  // namespace
+
+Result<Options> parse_options(std::span<const std::string_view> args, const EnvLookup& env) {
+  Options o;
+  if (auto r = apply_env(o, env); !r) return std::unexpected(r.error());
+  for (Cursor c{args, 0, {}, {}}; c.i < args.size(); ++c.i) {
+    std::string_view arg = args[c.i];
+    c.name = arg;
+    c.inline_value.reset();
     if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      inline_value = arg.substr(eq + 1);
+      c.name = arg.substr(0, eq);
+      c.inline_value = arg.substr(eq + 1);
     }
-    auto value_of = [&](std::string_view option) -> Result<std::string_view> {
-      if (inline_value) return *inline_value;
-      if (i + 1 >= args.size()) return fail(std::string(option) + ": missing value");
-      return args[++i];
-    };
-    auto no_value = [&]() -> Result<void> {
-      if (inline_value) return fail(std::string(name) + " takes no value");
-      return {};
-    };
-    if (name == "--timeout") {
-      auto v = value_of(name);
-      if (!v) return std::unexpected(v.error());
-      auto t = parse_timeout("--timeout", *v);
-      if (!t) return std::unexpected(t.error());
-      o.timeout_s = *t;
-    } else if (name == "--mode") {
-      auto v = value_of(name);
-      if (!v) return std::unexpected(v.error());
-      if (*v == "tasks")
-        o.scope = Scope::ranks;
-      else if (*v == "torchrun")
-        o.scope = Scope::nodes;
-      else
-        return fail("--mode=" + std::string(v->substr(0, 40)) +
-                    ": unknown mode (valid: tasks, torchrun)");
-    } else if (name == "--no-nccl") {
-      if (auto r = no_value(); !r) return std::unexpected(r.error());
-      o.nccl = false;
-    } else if (name == "--nccl-min-busbw") {
-      auto v = value_of(name);
-      if (!v) return std::unexpected(v.error());
-      auto b = parse_busbw("--nccl-min-busbw", *v);
-      if (!b) return std::unexpected(b.error());
-      o.nccl_min_busbw = *b;
-    } else if (name == "--nccl-bytes") {
-      auto v = value_of(name);
-      if (!v) return std::unexpected(v.error());
-      auto n = text::parse_uint<std::uint64_t>(*v);
-      if (!n || *n < 4 || *n > (16ull << 30)) {
-        return fail("--nccl-bytes=" + std::string(v->substr(0, 40)) +
-                    ": expected a size in bytes from 4 to 17179869184");
-      }
-      o.nccl_bytes = *n;
-    } else if (name == "--topology") {
-      o.topology_live = true;
-      if (inline_value) {
-        o.topology = std::string(*inline_value);
-        o.topology_live = false;
-      } else if (i + 1 < args.size() && !args[i + 1].starts_with("-")) {
-        o.topology = std::string(args[++i]);
-        o.topology_live = false;
-      }
-    } else if (name == "--route-to") {
-      auto v = value_of(name);
-      if (!v) return std::unexpected(v.error());
-      o.route_to = std::string(*v);
-    } else if (name == "--help" || name == "-h") {
-      o.help = true;
-    } else if (name == "--version") {
-      o.version = true;
-    } else {
-      return fail("unknown option \"" + std::string(arg.substr(0, 40)) + "\" (see --help)");
-    }
+    auto r = apply_valued(o, c);
+    if (!r) r = apply_flag(o, c);
+    if (!*r) return std::unexpected(r->error());
   }
   if (o.route_to && !o.topology && !o.topology_live) {
     return fail("--route-to only goes with --topology");
@@ -174,20 +255,12 @@ Result<Options> parse_options(std::span<const std::string_view> args, const EnvL
   return o;
 }
 
-Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced,
-                               std::string_view hostname) {
-  Identity id;
-  constexpr std::string_view k_hint = " (run under `srun --ddp` or `srun --ddp=torchrun`)";
-  if (forced) {
-    id.scope = *forced;
-  } else if (env("RANK")) {
-    id.scope = Scope::ranks;
-  } else if (env("NODE_RANK") && env("NNODES")) {
-    id.scope = Scope::nodes;
-  } else {
-    return fail("neither RANK nor NODE_RANK and NNODES are set" + std::string(k_hint));
-  }
+namespace {
 
+constexpr std::string_view k_hint = " (run under `srun --ddp` or `srun --ddp=torchrun`)";
+
+// MASTER_ADDR and MASTER_PORT (PET_* as fallback), into `id`.
+Result<void> read_master(const EnvLookup& env, Identity& id) {
   auto addr = env("MASTER_ADDR");
   if (!addr) addr = env("PET_MASTER_ADDR");
   if (!addr || addr->empty()) return fail("MASTER_ADDR is not set" + std::string(k_hint));
@@ -200,39 +273,50 @@ Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced
     return fail("MASTER_PORT=\"" + port_text->substr(0, 40) + "\": expected a port 1-65535");
   }
   id.master_port = *port;
+  return {};
+}
 
-  Hello& h = id.self;
+// A node launcher (--ddp=torchrun) stands for its node: NODE_RANK of NNODES.
+Result<void> read_launcher(const EnvLookup& env, Hello& h) {
+  if (!h.node_rank || !h.nnodes) return fail("NODE_RANK and NNODES must be set in torchrun mode");
+  h.rank = *h.node_rank;
+  h.world_size = *h.nnodes;
+  h.local_rank = 0;
+  h.local_world_size = 1;
+  auto nproc = maybe_u32(env, "NPROC_PER_NODE");
+  if (!nproc) return std::unexpected(nproc.error());
+  h.nproc_per_node = nproc->value_or(1);
+  if (h.nproc_per_node == 0) return fail("NPROC_PER_NODE=0: expected at least 1");
+  auto world = maybe_u32(env, "WORLD_SIZE");
+  if (!world) return std::unexpected(world.error());
+  if (*world && std::uint64_t{**world} != std::uint64_t{*h.nnodes} * h.nproc_per_node) {
+    return fail("WORLD_SIZE=" + std::to_string(**world) + " but NNODES*NPROC_PER_NODE=" +
+                std::to_string(std::uint64_t{*h.nnodes} * h.nproc_per_node));
+  }
+  return {};
+}
+
+// The rank variables of either scope into `h`.
+Result<void> read_ranks(const EnvLookup& env, Scope scope, Hello& h) {
   auto node_rank = maybe_u32(env, "NODE_RANK");
   if (!node_rank) return std::unexpected(node_rank.error());
   auto nnodes = maybe_u32(env, "NNODES");
   if (!nnodes) return std::unexpected(nnodes.error());
   h.node_rank = *node_rank;
   h.nnodes = *nnodes;
-  if (id.scope == Scope::ranks) {
-    for (auto [name, field] : {std::pair{"RANK", &h.rank}, std::pair{"WORLD_SIZE", &h.world_size},
-                               std::pair{"LOCAL_RANK", &h.local_rank},
-                               std::pair{"LOCAL_WORLD_SIZE", &h.local_world_size}}) {
-      auto value = need_u32(env, name, k_hint);
-      if (!value) return std::unexpected(value.error());
-      *field = *value;
-    }
-  } else {
-    if (!h.node_rank || !h.nnodes) return fail("NODE_RANK and NNODES must be set in torchrun mode");
-    h.rank = *h.node_rank;
-    h.world_size = *h.nnodes;
-    h.local_rank = 0;
-    h.local_world_size = 1;
-    auto nproc = maybe_u32(env, "NPROC_PER_NODE");
-    if (!nproc) return std::unexpected(nproc.error());
-    h.nproc_per_node = nproc->value_or(1);
-    if (h.nproc_per_node == 0) return fail("NPROC_PER_NODE=0: expected at least 1");
-    auto world = maybe_u32(env, "WORLD_SIZE");
-    if (!world) return std::unexpected(world.error());
-    if (*world && std::uint64_t{**world} != std::uint64_t{*h.nnodes} * h.nproc_per_node) {
-      return fail("WORLD_SIZE=" + std::to_string(**world) + " but NNODES*NPROC_PER_NODE=" +
-                  std::to_string(std::uint64_t{*h.nnodes} * h.nproc_per_node));
-    }
+  if (scope == Scope::nodes) return read_launcher(env, h);
+  for (auto [name, field] : {std::pair{"RANK", &h.rank}, std::pair{"WORLD_SIZE", &h.world_size},
+                             std::pair{"LOCAL_RANK", &h.local_rank},
+                             std::pair{"LOCAL_WORLD_SIZE", &h.local_world_size}}) {
+    auto value = need_u32(env, name, k_hint);
+    if (!value) return std::unexpected(value.error());
+    *field = *value;
   }
+  return {};
+}
+
+// What a hello says of its host: the name, the GPUs, and the job step it belongs to.
+void read_host(const EnvLookup& env, std::string_view hostname, Hello& h) {
   auto fake_host = env("DDP_CHECK_HOSTNAME");
   h.host = fake_host && !fake_host->empty() ? *fake_host : std::string(hostname);
   if (auto cvd = env("CUDA_VISIBLE_DEVICES"); cvd && !cvd->empty()) {
@@ -245,6 +329,30 @@ Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced
   h.ifname = "?";
   h.if_kind = "?";
   h.address = "?";
+  const StepBinding binding = read_binding(env);
+  h.job = binding.job;
+  h.step = binding.step;
+  h.het = binding.het;
+}
+
+}  // namespace
+
+Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced,
+                               std::string_view hostname) {
+  Identity id;
+  if (forced) {
+    id.scope = *forced;
+  } else if (env("RANK")) {
+    id.scope = Scope::ranks;
+  } else if (env("NODE_RANK") && env("NNODES")) {
+    id.scope = Scope::nodes;
+  } else {
+    return fail("neither RANK nor NODE_RANK and NNODES are set" + std::string(k_hint));
+  }
+  if (auto r = read_master(env, id); !r) return std::unexpected(r.error());
+  if (auto r = read_ranks(env, id.scope, id.self); !r) return std::unexpected(r.error());
+  read_host(env, hostname, id.self);
+  id.self.port = id.master_port;
   return id;
 }
 

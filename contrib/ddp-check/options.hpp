@@ -21,19 +21,22 @@ inline constexpr double k_default_timeout_s = 30;
 
 // Command-line options, defaults included.
 struct Options {
-  double timeout_s = k_default_timeout_s;  // --timeout, else DDP_CHECK_TIMEOUT
-  std::optional<Scope> scope;              // --mode tasks|torchrun; else from the environment
-  bool nccl = true;                        // --no-nccl turns the NCCL phase off
-  std::optional<double> nccl_min_busbw;    // --nccl-min-busbw GBPS, else DDP_CHECK_NCCL_MIN_BUSBW
-  std::uint64_t nccl_bytes = 64ull << 20;  // --nccl-bytes N: all-reduce message size
-  std::optional<std::string> topology;     // --topology [FILE.xml]: print the topology, no check
-  bool topology_live = false;              // --topology without a file: this node
-  std::optional<std::string> route_to;     // --route-to ADDR (with --topology): interface choice
+  double timeout_s = k_default_timeout_s;   // --timeout, else DDP_CHECK_TIMEOUT
+  std::optional<Scope> scope;               // --mode tasks|torchrun; else from the environment
+  bool nccl = true;                         // --no-nccl turns the NCCL phase off
+  std::optional<double> nccl_min_busbw;     // --nccl-min-busbw GBPS, else DDP_CHECK_NCCL_MIN_BUSBW
+  std::uint64_t nccl_bytes = 64ull << 20;   // --nccl-bytes N: all-reduce message size
+  std::optional<std::string> topology;      // --topology [FILE.xml]: print the topology, no check
+  bool topology_live = false;               // --topology without a file: this node
+  std::optional<std::string> route_to;      // --route-to ADDR (with --topology): interface choice
+  AuthMode auth = AuthMode::munge;          // --auth munge|none, else DDP_CHECK_AUTH
+  std::optional<std::string> munge_socket;  // --munge-socket PATH, else DDP_CHECK_MUNGE_SOCKET
   bool help = false;
   bool version = false;
 };
 
-// Parses argv[1..] (`args`) with DDP_CHECK_TIMEOUT and DDP_CHECK_NCCL_MIN_BUSBW as fallbacks.
+// Parses argv[1..] (`args`) with DDP_CHECK_TIMEOUT, DDP_CHECK_NCCL_MIN_BUSBW, DDP_CHECK_AUTH and
+// DDP_CHECK_MUNGE_SOCKET as fallbacks.
 // Errors name the option and what it accepts.
 Result<Options> parse_options(std::span<const std::string_view> args, const EnvLookup& env);
 

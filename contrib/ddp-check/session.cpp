@@ -17,6 +17,8 @@
 #include <string>
 #include <utility>
 
+#include "admit.hpp"
+#include "auth.hpp"
 #include "interfaces.hpp"
 #include "system.hpp"
 
@@ -55,8 +57,10 @@ struct Conn {
   int fd = -1;
   LineBuffer in;
   std::string out;
-  std::optional<Hello> hello;
+  std::optional<Hello> hello;  // rank 0: set once the hello is admitted
   std::string peer;
+  Clock::time_point opened{};
+  std::size_t received = 0;
   bool closed = false;
 };
 
@@ -66,6 +70,7 @@ bool read_some(Conn& c) {
   for (;;) {
     ssize_t n = recv(c.fd, buf, sizeof buf, 0);
     if (n > 0) {
+      c.received += static_cast<std::size_t>(n);
       if (!c.in.feed(std::string_view(buf, static_cast<std::size_t>(n)))) return false;
       continue;
     }
@@ -89,10 +94,23 @@ bool write_some(Conn& c) {
   return true;
 }
 
+// A connection must deliver its hello this soon after it was accepted: a rank sends it at
+// once, so only a stalled or hostile peer is cut off.
+constexpr milliseconds k_hello_wait{3000};
+// Connections still owing a hello; beyond this the oldest is dropped, so that a flood of idle
+// connections cannot hold every descriptor.
+constexpr std::size_t k_max_pending = 256;
+// After accept() failed for want of descriptors, the listener rests this long instead of
+// waking poll() again at once.
+constexpr milliseconds k_accept_pause{100};
+// Refused connections described in full; the rest are counted.
+constexpr std::size_t k_max_described = 10;
+
 }  // namespace
 
 struct Session::State {
   Identity id;
+  AuthConfig auth;
   Clock::time_point start = Clock::now();
   Clock::time_point deadline;
   std::string master_text;  // "ADDR:PORT" for messages
@@ -112,6 +130,9 @@ struct Session::State {
   // Server side (rank 0).
   int listener = -1;
   std::vector<Conn> conns;
+  Clock::time_point accept_after{};  // the listener rests until then (descriptor limit)
+  std::size_t max_conns = 1024;      // connections rank 0 holds at most (descriptor limit)
+  Exchange* out = nullptr;           // where run() collects refusals
 
   ~State() {
     close_fd(listener);
@@ -136,6 +157,36 @@ struct Session::State {
     return std::nullopt;
   }
 
+  // A bound socket for `family` (dual-stack for IPv6), or -1 with errno set.
+  int bound_socket(int family) {
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_storage any{};
+    socklen_t len = 0;
+    if (family == AF_INET6) {
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+      auto* a = reinterpret_cast<sockaddr_in6*>(&any);
+      a->sin6_family = AF_INET6;
+      a->sin6_addr = in6addr_any;
+      a->sin6_port = htons(id.master_port);
+      len = sizeof *a;
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in*>(&any);
+      a->sin_family = AF_INET;
+      a->sin_addr.s_addr = htonl(INADDR_ANY);
+      a->sin_port = htons(id.master_port);
+      len = sizeof *a;
+    }
+    if (bind(fd, reinterpret_cast<sockaddr*>(&any), len) != 0) {
+      int err = errno;
+      close_fd(fd);
+      errno = err;
+    }
+    return fd;
+  }
+
   std::optional<std::string> listen_any() {
     // Allow one descriptor per rank of a large world.
     rlimit lim{};
@@ -143,37 +194,17 @@ struct Session::State {
       lim.rlim_cur = lim.rlim_max;
       setrlimit(RLIMIT_NOFILE, &lim);
     }
+    // Keep descriptors for the listener, munged's socket and the rest of the process: a flood
+    // of connections then waits in the kernel's backlog instead of starving the decode.
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+      max_conns = lim.rlim_cur > 64 ? static_cast<std::size_t>(lim.rlim_cur) - 32 : 32;
+    }
     // Dual-stack wildcard, as torch.distributed's TCPStore does: MASTER_ADDR may name any of
     // this host's addresses. IPv4 only when the kernel has no IPv6.
-    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1, zero = 0;
-    if (fd >= 0) {
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-      sockaddr_in6 a{};
-      a.sin6_family = AF_INET6;
-      a.sin6_addr = in6addr_any;
-      a.sin6_port = htons(id.master_port);
-      if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        int err = errno;
-        close_fd(fd);
-        if (err != EAFNOSUPPORT && err != EADDRNOTAVAIL) return bind_error(err);
-      }
-    }
-    if (fd < 0) {
-      fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      if (fd < 0) return "cannot create a socket: " + errno_text(errno);
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_ANY);
-      a.sin_port = htons(id.master_port);
-      if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        int err = errno;
-        close_fd(fd);
-        return bind_error(err);
-      }
-    }
+    int fd = bound_socket(AF_INET6);
+    if (fd < 0 && errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL) return bind_error(errno);
+    if (fd < 0) fd = bound_socket(AF_INET);
+    if (fd < 0) return bind_error(errno);
     if (listen(fd, SOMAXCONN) != 0) {
       int err = errno;
       close_fd(fd);
@@ -204,7 +235,7 @@ struct Session::State {
     int one = 1;
     setsockopt(client.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (connect(client.fd, reinterpret_cast<const sockaddr*>(&target), len) == 0) {
-      on_connected();
+      connecting = true;  // finished at once (loopback): on_connected() runs after poll
     } else if (errno == EINPROGRESS) {
       connecting = true;
     } else {
@@ -220,7 +251,9 @@ struct Session::State {
     backoff = std::min(backoff * 2, k_max_backoff);
   }
 
-  void on_connected() {
+  // Fills in the connection fields of this process's hello and signs it. An error is this
+  // process's own fault (munged unreachable).
+  std::optional<std::string> on_connected() {
     connecting = false;
     connected = true;
     sockaddr_storage local{};
@@ -233,27 +266,254 @@ struct Session::State {
         id.self.if_kind = std::string(kind_name(classify_interface(*name)));
       }
     }
+    id.self.auth = auth.mode;
+    id.self.cred = "-";
+    if (auth.mode == AuthMode::munge) {
+      auto cred = munge::sign(hello_body(id.self), auth.uid, auth.ttl_s, auth.munge_socket);
+      if (!cred) return cred.error().message;
+      id.self.cred = *cred;
+    }
     client.out = format_hello(id.self);
+    return std::nullopt;
   }
 
-  void accept_all() {
+  // Client side after poll(): finishes the connect, sends the hello, reads the verdict.
+  // Sets `ex.verdict` or `ex.local_fault`; returns false when the run is over for a worker.
+  bool client_ready(short revents, bool master, Exchange& ex) {
+    if (connecting) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(client.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) {
+        connect_failed(err, Clock::now());
+        return true;
+      }
+      if (auto fault = on_connected()) {
+        ex.local_fault = *fault;
+        return false;
+      }
+    }
+    if (!client.out.empty() && !write_some(client)) {
+      ex.local_fault = "lost the connection to rank 0 at " + master_text +
+                       " while sending the hello: " + errno_text(errno);
+      close_fd(client.fd);
+      return master;
+    }
+    if (master || !(revents & (POLLIN | POLLHUP | POLLERR))) return true;
+    const bool open = read_some(client);
+    if (auto line = client.in.next_line()) {
+      auto verdict = parse_verdict(*line);
+      if (verdict)
+        ex.verdict = *verdict;
+      else
+        ex.local_fault =
+            "rank 0 at " + master_text + " answered garbage: " + verdict.error().message;
+      return false;
+    }
+    if (!open || client.in.overflowed()) {
+      ex.local_fault = "rank 0 at " + master_text +
+                       " closed the connection without a verdict (it gave up already, or "
+                       "crashed; see rank 0's output)";
+      return false;
+    }
+    return true;
+  }
+
+  void refuse(Conn& c, const Hello* claimed, std::string_view why) {
+    c.closed = true;
+    ++out->refused_count;
+    if (out->refused.size() < k_max_described)
+      out->refused.push_back(describe_refusal(c.peer, claimed, why));
+  }
+
+  // Rank 0's judgement of one hello line: parse, binding, credential.
+  void admit_line(Conn& c, const std::string& line) {
+    auto hello = parse_hello(line);
+    if (!hello) return refuse(c, nullptr, hello.error().message);
+    if (auto why = binding_refusal(*hello, {id.self.job, id.self.step, id.self.het, id.master_port},
+                                   auth.mode))
+      return refuse(c, &*hello, *why);
+    if (auth.mode == AuthMode::munge) {
+      auto decoded = munge::decode(hello->cred, auth.munge_socket);
+      if (auto why = credential_refusal(decoded, signed_part(line), auth.uid))
+        return refuse(c, &*hello, *why);
+    }
+    c.hello = std::move(*hello);
+  }
+
+  // Reads a pending connection: admits or refuses its hello, or drops it when it closed.
+  void serve(Conn& c) {
+    const bool open = read_some(c);
+    if (auto line = c.in.next_line()) return admit_line(c, *line);
+    if (c.in.overflowed())
+      return refuse(c, nullptr, "a line longer than " + std::to_string(k_max_line) + " bytes");
+    if (open) return;
+    if (c.received > 0) return refuse(c, nullptr, "closed the connection inside its hello");
+    c.closed = true;  // connected and left without a byte: a port probe, nothing to report
+  }
+
+  void accept_all(Clock::time_point now) {
     for (;;) {
+      if (conns.size() >= max_conns) {
+        accept_after = now + k_accept_pause;
+        out->accept_trouble = "rank 0 held " + std::to_string(conns.size()) +
+                              " connections, all its descriptors allow; more waited in the backlog";
+        return;
+      }
       sockaddr_storage peer{};
       socklen_t len = sizeof peer;
       int fd =
           accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;  // EAGAIN, or out of descriptors: poll tells us again
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          accept_after = now + k_accept_pause;
+          out->accept_trouble = "accepting connections failed (" + errno_text(errno) + ") with " +
+                                std::to_string(conns.size()) + " connections open";
+        }
+        return;  // EAGAIN: nothing more waiting
+      }
       Conn c;
       c.fd = fd;
+      c.opened = now;
       c.peer = sys::address_text(reinterpret_cast<sockaddr*>(&peer));
       conns.push_back(std::move(c));
+      serve(conns.back());  // a rank's hello usually came with the connection: admit it now
     }
   }
+
+  // Drops connections that owe their hello too long, and the oldest beyond k_max_pending.
+  void expire_pending(Clock::time_point now) {
+    std::size_t pending = 0;
+    for (auto it = conns.rbegin(); it != conns.rend(); ++it) {
+      if (it->hello || it->closed) continue;
+      if (now - it->opened >= k_hello_wait) {
+        refuse(*it, nullptr, "sent no complete hello within " + seconds_text(k_hello_wait));
+      } else if (++pending > k_max_pending) {
+        refuse(*it, nullptr,
+               "one of more than " + std::to_string(k_max_pending) +
+                   " connections owing a hello at once (dropped the oldest)");
+      }
+    }
+    std::erase_if(conns, [](Conn& c) {
+      if (c.closed) close_fd(c.fd);
+      return c.closed;
+    });
+  }
+
+  std::size_t admitted() const {
+    return static_cast<std::size_t>(std::count_if(
+        conns.begin(), conns.end(), [](const Conn& c) { return c.hello.has_value(); }));
+  }
+
+  // When the loop must wake up next, whatever poll() reports.
+  Clock::time_point next_wake(bool master, Clock::time_point now, Clock::time_point until) const {
+    Clock::time_point wake = until;
+    if (!connected && client.fd < 0 && !targets.empty()) wake = std::min(wake, next_attempt);
+    if (!master) return wake;
+    if (accept_after > now) wake = std::min(wake, accept_after);
+    for (const auto& c : conns) {
+      if (!c.hello) wake = std::min(wake, c.opened + k_hello_wait);
+    }
+    return wake;
+  }
+
+  // One poll() round; false when the run is over (for a worker: verdict or fault).
+  bool poll_once(bool master, Clock::time_point until, Exchange& ex);
+  Exchange run_master(Clock::time_point collect_until);
+  Exchange run_worker();
 };
 
-Session::Session(Identity identity, Clock::time_point deadline)
+bool Session::State::poll_once(bool master, Clock::time_point until, Exchange& ex) {
+  const auto now = Clock::now();
+  // Only what can make progress is polled: an admitted connection (or rank 0's own, once its
+  // hello is out) that closes would otherwise report POLLHUP on every call and spin.
+  std::vector<pollfd> fds;
+  std::vector<Conn*> polled;
+  const bool client_wants = client.fd >= 0 && (connecting || !client.out.empty() || !master);
+  if (client_wants)
+    fds.push_back(
+        {client.fd, static_cast<short>(connecting || !client.out.empty() ? POLLOUT : POLLIN), 0});
+  const bool listening = master && now >= accept_after;
+  if (listening) fds.push_back({listener, POLLIN, 0});
+  if (master) {
+    for (auto& c : conns) {
+      if (c.hello) continue;
+      fds.push_back({c.fd, POLLIN, 0});
+      polled.push_back(&c);
+    }
+  }
+  int n = poll(fds.data(), fds.size(), poll_timeout(now, next_wake(master, now, until)));
+  if (n < 0 && errno != EINTR) {
+    ex.local_fault = std::string("poll: ") + errno_text(errno);
+    return false;
+  }
+  if (n <= 0) return true;
+  std::size_t at = 0;
+  if (client_wants && fds[at++].revents && !client_ready(fds[at - 1].revents, master, ex))
+    return master && !ex.local_fault;
+  if (!master) return true;
+  const bool accept_ready = listening && fds[at++].revents;
+  for (std::size_t i = 0; i < polled.size(); ++i) {
+    if (fds[at + i].revents) serve(*polled[i]);
+  }
+  if (accept_ready) accept_all(Clock::now());
+  return true;
+}
+
+Exchange Session::State::run_master(Clock::time_point collect_until) {
+  Exchange ex;
+  out = &ex;
+  if (auto err = resolve()) ex.self_unreachable = *err;
+  if (auto err = listen_any()) {
+    ex.local_fault = *err;
+    return ex;
+  }
+  const std::size_t world = id.self.world_size;
+  while (Clock::now() < collect_until && admitted() < world) {
+    if (!targets.empty() && client.fd < 0 && !connected && Clock::now() >= next_attempt)
+      start_connect(Clock::now());
+    if (!poll_once(true, collect_until, ex)) break;
+    expire_pending(Clock::now());
+  }
+  for (const auto& c : conns) {
+    if (c.hello) ex.hellos.push_back(*c.hello);
+  }
+  if (!connected && !ex.self_unreachable) {
+    ex.self_unreachable = "rank 0 (" + id.self.host + ") cannot reach itself at " + master_text +
+                          ": " + last_error + " (does MASTER_ADDR name this host?)";
+  }
+  close_fd(listener);
+  out = nullptr;
+  return ex;
+}
+
+Exchange Session::State::run_worker() {
+  Exchange ex;
+  if (auto err = resolve()) {
+    ex.local_fault = *err;
+    return ex;
+  }
+  while (Clock::now() < deadline) {
+    if (client.fd < 0 && !connected && Clock::now() >= next_attempt) start_connect(Clock::now());
+    if (!poll_once(false, deadline, ex)) return ex;
+  }
+  const auto waited = seconds_text(Clock::now() - start);
+  if (!connected) {
+    ex.local_fault = "cannot reach the master at " + master_text +
+                     " (MASTER_ADDR:MASTER_PORT) within " + waited + " after " +
+                     std::to_string(attempts) + " attempts: " + last_error +
+                     "; is rank 0 running, and is MASTER_ADDR reachable from " + id.self.host + "?";
+  } else {
+    ex.local_fault = "connected to rank 0 at " + master_text + " but got no verdict within " +
+                     waited + " (rank 0 still waiting for other ranks, or hung)";
+  }
+  return ex;
+}
+
+Session::Session(Identity identity, AuthConfig auth, Clock::time_point deadline)
     : state_(std::make_unique<State>()) {
   state_->id = std::move(identity);
+  state_->auth = std::move(auth);
   state_->deadline = deadline;
   const bool v6 = state_->id.master_addr.find(':') != std::string::npos;
   state_->master_text = (v6 ? "[" + state_->id.master_addr + "]" : state_->id.master_addr) + ":" +
@@ -267,159 +527,7 @@ const Hello& Session::self() const {
 }
 
 Exchange Session::run(Clock::time_point collect_until) {
-  State& s = *state_;
-  Exchange result;
-  const bool master = s.id.is_master();
-  if (auto err = s.resolve()) {
-    result.local_fault = *err;
-    if (!master) return result;
-  }
-  if (master) {
-    if (auto err = s.listen_any()) {
-      result.local_fault = *err;
-      return result;
-    }
-  }
-  std::uint64_t needed = s.id.self.world_size;
-  std::vector<std::string> garbage_notes;
-
-  for (;;) {
-    const auto now = Clock::now();
-    if (!master && result.verdict) break;
-    if (now >= (master ? collect_until : s.deadline)) break;
-    if (master) {
-      std::uint64_t arrived = 0;
-      for (const auto& c : s.conns) {
-        if (c.hello) {
-          ++arrived;
-          needed = std::max<std::uint64_t>(needed, c.hello->world_size);
-        }
-      }
-      if (arrived >= needed) break;
-    }
-    if (!s.targets.empty() && s.client.fd < 0 && !s.connected && now >= s.next_attempt) {
-      s.start_connect(now);
-    }
-
-    std::vector<pollfd> fds;
-    if (s.client.fd >= 0) {
-      short events = s.connecting || !s.client.out.empty() ? POLLOUT : POLLIN;
-      if (master && s.connected && s.client.out.empty()) events = 0;  // rank 0 reads no verdict
-      fds.push_back({s.client.fd, events, 0});
-    }
-    const std::size_t first_conn = fds.size() + (master ? 1 : 0);
-    if (master) {
-      fds.push_back({s.listener, POLLIN, 0});
-      for (const auto& c : s.conns) fds.push_back({c.fd, POLLIN, 0});
-    }
-    auto wake = master ? collect_until : s.deadline;
-    if (!s.connected && s.client.fd < 0 && !s.targets.empty())
-      wake = std::min(wake, s.next_attempt);
-    int n = poll(fds.data(), fds.size(), poll_timeout(now, wake));
-    if (n < 0 && errno != EINTR) {
-      result.local_fault = std::string("poll: ") + errno_text(errno);
-      return result;
-    }
-    if (n <= 0) continue;
-
-    // Client side.
-    if (s.client.fd >= 0 && fds[0].revents) {
-      const short rev = fds[0].revents;
-      if (s.connecting) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        getsockopt(s.client.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0)
-          s.connect_failed(err, Clock::now());
-        else
-          s.on_connected();
-      }
-      if (s.connected && s.client.fd >= 0 && !s.client.out.empty() && !write_some(s.client)) {
-        result.local_fault = "lost the connection to rank 0 at " + s.master_text +
-                             " while sending the hello: " + errno_text(errno);
-        if (!master) return result;
-        close_fd(s.client.fd);
-      }
-      if (!master && s.connected && (rev & (POLLIN | POLLHUP | POLLERR))) {
-        bool open = read_some(s.client);
-        if (auto line = s.client.in.next_line()) {
-          auto verdict = parse_verdict(*line);
-          if (verdict)
-            result.verdict = *verdict;
-          else
-            result.local_fault =
-                "rank 0 at " + s.master_text + " answered garbage: " + verdict.error().message;
-          if (!result.verdict) return result;
-          continue;
-        }
-        if (!open || s.client.in.overflowed()) {
-          result.local_fault = "rank 0 at " + s.master_text +
-                               " closed the connection without a verdict (it gave up already, "
-                               "or crashed; see rank 0's output)";
-          return result;
-        }
-      }
-    }
-
-    // Server side.
-    if (master) {
-      for (std::size_t i = 0; i < s.conns.size(); ++i) {
-        auto& c = s.conns[i];
-        if (!fds[first_conn + i].revents || c.hello) continue;
-        bool open = read_some(c);
-        if (auto line = c.in.next_line()) {
-          auto hello = parse_hello(*line);
-          if (hello) {
-            c.hello = *hello;
-          } else {
-            if (garbage_notes.size() < 3)
-              garbage_notes.push_back(c.peer + ": " + hello.error().message);
-            c.closed = true;
-          }
-        } else if (!open || c.in.overflowed()) {
-          if (c.in.overflowed() && garbage_notes.size() < 3) {
-            garbage_notes.push_back(c.peer + ": a line longer than " + std::to_string(k_max_line) +
-                                    " bytes");
-          }
-          c.closed = true;
-        }
-      }
-      if (fds[first_conn - 1].revents) s.accept_all();
-      std::erase_if(s.conns, [](Conn& c) {
-        if (c.closed) close_fd(c.fd);
-        return c.closed;
-      });
-    }
-  }
-
-  if (master) {
-    for (const auto& c : s.conns) {
-      if (c.hello) result.hellos.push_back(*c.hello);
-    }
-    if (!s.connected) {
-      result.self_unreachable = "rank 0 (" + s.id.self.host + ") cannot reach itself at " +
-                                s.master_text + ": " + s.last_error +
-                                " (does MASTER_ADDR name this host?)";
-    }
-    for (const auto& note : garbage_notes) {
-      std::fprintf(stderr, "ddp-check: warning: ignored a connection that sent no hello: %s\n",
-                   note.c_str());
-    }
-    close_fd(s.listener);
-  } else if (!result.verdict && !result.local_fault) {
-    const auto waited = seconds_text(Clock::now() - s.start);
-    if (!s.connected) {
-      result.local_fault =
-          "cannot reach the master at " + s.master_text + " (MASTER_ADDR:MASTER_PORT) within " +
-          waited + " after " + std::to_string(s.attempts) + " attempts: " + s.last_error +
-          "; is rank 0 running, and is MASTER_ADDR reachable from " + s.id.self.host + "?";
-    } else {
-      result.local_fault = "connected to rank 0 at " + s.master_text +
-                           " but got no verdict within " + waited +
-                           " (rank 0 still waiting for other ranks, or hung)";
-    }
-  }
-  return result;
+  return state_->id.is_master() ? state_->run_master(collect_until) : state_->run_worker();
 }
 
 void Session::broadcast(const Verdict& verdict, Clock::time_point until) {

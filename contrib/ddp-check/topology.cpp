@@ -80,13 +80,8 @@ bool same_switch(hwloc_obj_t a, hwloc_obj_t b) {
          common->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI;
 }
 
-Topology walk(hwloc_topology_t topo) {
-  Topology t;
-  hwloc_obj_t root = hwloc_get_root_obj(topo);
-  t.host = info(root, "HostName");
-  t.pus = static_cast<unsigned>(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU));
-  t.numa_nodes = static_cast<unsigned>(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE));
-
+// The GPUs of the topology into `t.gpus`, and their hwloc objects in the same order.
+std::vector<hwloc_obj_t> walk_gpus(hwloc_topology_t topo, Topology& t) {
   std::vector<hwloc_obj_t> gpu_objs;
   for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci;
        pci = hwloc_get_next_pcidev(topo, pci)) {
@@ -115,7 +110,32 @@ Topology walk(hwloc_topology_t topo) {
         Gpu{os->name ? os->name : "cuda?", "", info(os, "GPUModel"), numa_of(topo, os)});
     gpu_objs.push_back(os);
   }
+  return gpu_objs;
+}
 
+// The GPUs nearest to a NIC at `anchor`: behind the same PCIe switch (GPUDirect RDMA at full
+// speed), else on the same NUMA node / package.
+std::vector<std::string> near_gpus(hwloc_topology_t topo, hwloc_obj_t anchor, const Topology& t,
+                                   const std::vector<hwloc_obj_t>& gpu_objs) {
+  std::vector<std::string> near;
+  for (std::size_t i = 0; i < gpu_objs.size(); ++i) {
+    if (same_switch(anchor, gpu_objs[i])) near.push_back(t.gpus[i].name);
+  }
+  if (!near.empty()) return near;
+  hwloc_obj_t mine = hwloc_get_non_io_ancestor_obj(topo, anchor);
+  for (std::size_t i = 0; i < gpu_objs.size(); ++i) {
+    if (hwloc_get_non_io_ancestor_obj(topo, gpu_objs[i]) == mine) near.push_back(t.gpus[i].name);
+  }
+  return near;
+}
+
+Topology walk(hwloc_topology_t topo) {
+  Topology t;
+  hwloc_obj_t root = hwloc_get_root_obj(topo);
+  t.host = info(root, "HostName");
+  t.pus = static_cast<unsigned>(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU));
+  t.numa_nodes = static_cast<unsigned>(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE));
+  const std::vector<hwloc_obj_t> gpu_objs = walk_gpus(topo, t);
   for (hwloc_obj_t os = hwloc_get_next_osdev(topo, nullptr); os;
        os = hwloc_get_next_osdev(topo, os)) {
     const auto type = os->attr->osdev.type;
@@ -128,19 +148,7 @@ Topology walk(hwloc_topology_t topo) {
     hwloc_obj_t anchor = pci_parent(os);
     if (anchor) nic.pci_busid = busid(anchor);
     if (!anchor) anchor = os;
-    // Nearest GPUs: behind the same PCIe switch (GPUDirect RDMA at full speed), else on the
-    // same NUMA node / package.
-    for (std::size_t i = 0; i < gpu_objs.size(); ++i) {
-      if (same_switch(anchor, gpu_objs[i])) nic.near_gpus.push_back(t.gpus[i].name);
-    }
-    if (nic.near_gpus.empty()) {
-      hwloc_obj_t mine = hwloc_get_non_io_ancestor_obj(topo, anchor);
-      for (std::size_t i = 0; i < gpu_objs.size(); ++i) {
-        if (hwloc_get_non_io_ancestor_obj(topo, gpu_objs[i]) == mine) {
-          nic.near_gpus.push_back(t.gpus[i].name);
-        }
-      }
-    }
+    nic.near_gpus = near_gpus(topo, anchor, t, gpu_objs);
     t.interfaces.push_back(std::move(nic));
   }
   return t;

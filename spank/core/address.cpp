@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "text.hpp"
 
@@ -74,6 +75,11 @@ bool IpAddress::is_loopback() const {
   return std::equal(k_v4_mapped.begin(), k_v4_mapped.end(), bytes.begin()) && bytes[12] == 127;
 }
 
+bool IpAddress::is_link_local() const {
+  if (family == Family::ipv4) return bytes[0] == 169 && bytes[1] == 254;
+  return bytes[0] == 0xfe && (bytes[1] & 0xc0) == 0x80;
+}
+
 Result<Cidr> Cidr::parse(std::string_view text) {
   const auto slash = text.find('/');
   if (slash == std::string_view::npos)
@@ -133,22 +139,41 @@ std::string rewrite_host(std::string_view host, const AddressPolicy& policy) {
   return name;
 }
 
+namespace {
+
+// Why `a` cannot be MASTER_ADDR, or "" when it can.
+std::string refusal(const IpAddress& a, const AddressPolicy& policy, const std::string& networks) {
+  if (a.is_loopback()) return "loopback";
+  if (a.is_link_local()) return "link-local";
+  if (!policy.networks.empty() && std::none_of(policy.networks.begin(), policy.networks.end(),
+                                               [&](const Cidr& net) { return net.contains(a); }))
+    return "outside networks=" + networks;
+  return {};
+}
+
+// The sort key of the documented rule: preferred family, earliest network, lowest address.
+auto rank_key(const IpAddress& a, const AddressPolicy& policy) {
+  const Family preferred = policy.family == Family::any ? Family::ipv4 : policy.family;
+  std::size_t network = 0;
+  while (network < policy.networks.size() && !policy.networks[network].contains(a)) ++network;
+  return std::tuple(a.family != preferred, network, a.bytes);
+}
+
+}  // namespace
+
 Result<IpAddress> choose_address(std::span<const IpAddress> candidates, const AddressPolicy& policy,
                                  std::string_view host) {
-  auto in_networks = [&](const IpAddress& a) {
-    return policy.networks.empty() || std::any_of(policy.networks.begin(), policy.networks.end(),
-                                                  [&](const Cidr& net) { return net.contains(a); });
-  };
-  auto usable = [&](const IpAddress& a) { return !a.is_loopback() && in_networks(a); };
-
-  // Resolver order is kept: the first usable address of the preferred family wins, then the
-  // first usable one of any family.
-  if (policy.family != Family::any) {
-    for (const IpAddress& a : candidates)
-      if (a.family == policy.family && usable(a)) return a;
+  std::string networks;
+  for (const Cidr& net : policy.networks) {
+    if (!networks.empty()) networks += ',';
+    networks += net.to_string();
   }
-  for (const IpAddress& a : candidates)
-    if (usable(a)) return a;
+  const IpAddress* best = nullptr;
+  for (const IpAddress& a : candidates) {
+    if (!refusal(a, policy, networks).empty()) continue;
+    if (best == nullptr || rank_key(a, policy) < rank_key(*best, policy)) best = &a;
+  }
+  if (best != nullptr) return *best;
 
   std::string message = "no usable address for " + text::quote(host) + ": ";
   if (candidates.empty()) {
@@ -156,17 +181,11 @@ Result<IpAddress> choose_address(std::span<const IpAddress> candidates, const Ad
     return fail(std::move(message));
   }
   message += "resolved to ";
-  std::string networks;
-  for (const Cidr& net : policy.networks) {
-    if (!networks.empty()) networks += ',';
-    networks += net.to_string();
-  }
   bool first = true;
   for (const IpAddress& a : candidates) {
     if (!first) message += ", ";
     first = false;
-    message += a.to_string();
-    message += a.is_loopback() ? " (loopback)" : " (outside networks=" + networks + ")";
+    message += a.to_string() + " (" + refusal(a, policy, networks) + ")";
   }
   if (policy.networks.empty())
     message += "; set networks=CIDR in plugstack.conf or fix /etc/hosts";

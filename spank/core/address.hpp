@@ -26,6 +26,8 @@ struct IpAddress {
   std::string to_string() const;
   // 127.0.0.0/8, ::1 and IPv4-mapped loopback.
   bool is_loopback() const;
+  // 169.254.0.0/16 and fe80::/10: valid on one link only, so never a MASTER_ADDR.
+  bool is_link_local() const;
   bool operator==(const IpAddress&) const = default;
 };
 
@@ -59,9 +61,16 @@ struct AddressPolicy {
 // without a dot. An IP literal or an empty host is returned unchanged.
 std::string rewrite_host(std::string_view host, const AddressPolicy& policy);
 
-// Picks the address to export among `candidates` (resolver order kept): loopback never
-// qualifies, `networks` filter, `family` orders. The error names `host`, lists what it resolved
-// to and why each was refused, and says what to configure.
+// How choose_address() picks, in words for `srun -v` and the documentation.
+inline constexpr std::string_view k_address_rule =
+    "rule: no loopback or link-local, inside networks=, family= first (IPv4 under any), "
+    "earliest networks= entry, then the lowest address";
+
+// Picks the address to export among `candidates` by a rule that ignores their order, so that
+// nodes whose resolvers order them differently agree: loopback and link-local never qualify,
+// nor addresses outside `networks`; then the policy's family first (IPv4 under family=any), the
+// network listed first in `networks`, and the numerically lowest address. The error names
+// `host`, lists what it resolved to and why each was refused, and says what to configure.
 Result<IpAddress> choose_address(std::span<const IpAddress> candidates, const AddressPolicy& policy,
                                  std::string_view host);
 

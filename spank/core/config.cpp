@@ -14,14 +14,17 @@
 namespace ddp {
 namespace {
 
-constexpr std::array<std::string_view, 13> k_keys{
-    "port_range",   "addr",          "host_suffix",    "host_domain", "networks",
-    "family",       "env_file",      "env_override",   "check_addr",  "check_port",
-    "default_mode", "socket_ifname", "omp_num_threads"};
+constexpr std::array<std::string_view, 14> k_keys{
+    "port_range",   "addr",          "host_suffix",     "host_domain",    "networks",
+    "family",       "env_file",      "env_override",    "check_addr",     "check_port",
+    "default_mode", "socket_ifname", "omp_num_threads", "resolve_timeout"};
 
 constexpr std::string_view k_valid_keys =
     "port_range, addr, host_suffix, host_domain, networks, family, env_file, env_override, "
-    "check_addr, check_port, default_mode, socket_ifname, omp_num_threads";
+    "check_addr, check_port, default_mode, socket_ifname, omp_num_threads, resolve_timeout";
+
+// Longer than any resolver's own retries (resolv.conf allows at most 30 s x 5 attempts).
+constexpr unsigned k_max_resolve_timeout = 300;
 
 std::unexpected<Error> bad_value(std::string_view key, std::string_view value,
                                  std::string_view valid) {
@@ -110,9 +113,14 @@ Result<void> apply(Config& config, std::string_view key, std::string_view value)
     config.env_file = value;
   } else if (key == "default_mode") {
     // parse_mode() reads "" as "the default", which is not a value for the default itself.
-    if (value.empty() || !parse_mode(value, "tasks"))
-      return bad_value(key, value, "valid: tasks, torchrun");
-    config.default_mode = value;
+    auto mode = parse_mode(value);
+    if (value.empty() || !mode) return bad_value(key, value, "valid: tasks, torchrun");
+    config.default_mode = *mode;
+  } else if (key == "resolve_timeout") {
+    auto seconds = text::parse_uint<unsigned>(value);
+    if (!seconds || *seconds == 0 || *seconds > k_max_resolve_timeout)
+      return bad_value(key, value, "expected seconds from 1 to 300");
+    config.resolve_timeout = *seconds;
   } else if (key == "socket_ifname" || key == "omp_num_threads") {
     // Only "auto" and "no": a literal interface name belongs in env_file, where the admin
     // writes the exact-match form (=ib0) directly.

@@ -26,10 +26,9 @@ std::unexpected<Error> prefixed(std::string_view variable, const Error& error) {
   return fail(std::move(message));
 }
 
-// The name of node `index` for an error message; the list is known to be valid.
-std::string node_name(std::string_view nodelist, std::size_t index) {
-  auto list = Hostlist::parse(nodelist);
-  return list && index < list->size() ? list->at(index) : "#" + number(index);
+// The name of node `index` for an error message.
+std::string node_name(const Hostlist& nodes, std::size_t index) {
+  return index < nodes.size() ? nodes.at(index) : "#" + number(index);
 }
 
 std::unexpected<Error> crowded(std::uint64_t tasks, std::string_view where) {
@@ -51,19 +50,9 @@ Result<std::uint32_t> nproc_per_node(const NodeInputs& in) {
     auto gpus = text::parse_uint<std::uint32_t>(*in.gpus_on_node);
     if (gpus && *gpus > 0 && *gpus <= k_max_nproc_per_node) return *gpus;
   }
-  // Slurm sets CUDA_VISIBLE_DEVICES=NoDevFiles when the job has GPUs but the node has no
-  // device files for them; that is zero devices, not one named "NoDevFiles".
-  if (in.cuda_visible && !in.cuda_visible->empty() && *in.cuda_visible != "NoDevFiles") {
-    std::uint32_t devices = 0;
-    std::size_t pos = 0;
-    while (pos <= in.cuda_visible->size()) {
-      auto comma = in.cuda_visible->find(',', pos);
-      if (comma == std::string_view::npos) comma = in.cuda_visible->size();
-      if (comma > pos) ++devices;
-      pos = comma + 1;
-    }
-    if (devices > 0 && devices <= k_max_nproc_per_node) return devices;
-  }
+  if (const auto devices = count_devices(in.cuda_visible);
+      devices > 0 && devices <= k_max_nproc_per_node)
+    return devices;
   // An empty CUDA_VISIBLE_DEVICES hides every GPU on purpose: the driver's list does not count.
   if (!in.cuda_visible && in.gpus_detected && *in.gpus_detected > 0 &&
       *in.gpus_detected <= k_max_nproc_per_node)
@@ -71,17 +60,67 @@ Result<std::uint32_t> nproc_per_node(const NodeInputs& in) {
   return 1u;
 }
 
+// This node's id and task counts must fit the step Slurm describes.
+Result<void> check_counts(const NodeInputs& in, std::size_t nnodes) {
+  if (in.node_id >= nnodes)
+    return fail("node id " + number(in.node_id) + " is outside the step's " + number(nnodes) +
+                " nodes (SLURM_STEP_NODELIST=" + text::quote(in.step_nodelist) + ")");
+  if (in.ntasks == 0 || in.local_ntasks == 0 || in.local_ntasks > in.ntasks)
+    return fail("inconsistent task counts: " + number(in.local_ntasks) + " on this node, " +
+                number(in.ntasks) + " in the step");
+  return {};
+}
+
+// SLURM_STEP_TASKS_PER_NODE must agree with the node list and this node's count; torchrun mode
+// refuses a node with more than one task (it would start several launchers there).
+Result<void> check_layout(const NodeInputs& in, const Hostlist& nodes) {
+  const std::size_t nnodes = nodes.size();
+  if (in.tasks_per_node.empty()) {
+    if (in.mode != Mode::torchrun) return {};
+    if (in.local_ntasks > 1)
+      return crowded(in.local_ntasks, "node " + node_name(nodes, in.node_id));
+    if (in.ntasks > nnodes) return crowded(in.ntasks, number(nnodes) + " nodes");
+    return {};
+  }
+  auto layout = summarize_tasks_per_node(in.tasks_per_node, in.node_id);
+  if (!layout) return prefixed("SLURM_STEP_TASKS_PER_NODE", layout.error());
+  const std::string tpn = "SLURM_STEP_TASKS_PER_NODE=" + text::quote(in.tasks_per_node);
+  if (layout->nodes != nnodes)
+    return fail(tpn + " lists " + number(layout->nodes) + " nodes but SLURM_STEP_NODELIST=" +
+                text::quote(in.step_nodelist) + " has " + number(nnodes));
+  if (layout->on_node != in.local_ntasks)
+    return fail(tpn + " puts " + number(layout->on_node) + " tasks on node id " +
+                number(in.node_id) + ", but this node runs " + number(in.local_ntasks));
+  if (layout->tasks != in.ntasks)
+    return fail(tpn + " sums to " + number(layout->tasks) + " tasks, but the step has " +
+                number(in.ntasks));
+  if (in.mode == Mode::torchrun && layout->first_crowded < layout->nodes) {
+    auto counts = parse_tasks_per_node(in.tasks_per_node);
+    const unsigned tasks = counts ? (*counts)[layout->first_crowded] : 0;
+    return crowded(tasks, "node " + node_name(nodes, layout->first_crowded));
+  }
+  return {};
+}
+
 }  // namespace
 
-Result<Mode> parse_mode(std::string_view value, std::string_view default_mode) {
-  if (value.empty()) {
-    if (default_mode.empty()) return Mode::tasks;
-    auto fallback = parse_mode(default_mode, "");
-    if (!fallback)
-      return fail("default_mode=" + std::string(default_mode) +
-                  ": unknown mode (valid: tasks, torchrun)");
-    return fallback;
+std::uint32_t count_devices(std::optional<std::string_view> cuda_visible) {
+  // Slurm sets CUDA_VISIBLE_DEVICES=NoDevFiles when the job has GPUs but the node has no
+  // device files for them; that is zero devices, not one named "NoDevFiles".
+  if (!cuda_visible || cuda_visible->empty() || *cuda_visible == "NoDevFiles") return 0;
+  std::uint32_t devices = 0;
+  std::size_t pos = 0;
+  while (pos <= cuda_visible->size()) {
+    std::size_t comma = cuda_visible->find(',', pos);
+    if (comma == std::string_view::npos) comma = cuda_visible->size();
+    if (comma > pos) ++devices;
+    pos = comma + 1;
   }
+  return devices;
+}
+
+Result<Mode> parse_mode(std::string_view value, Mode default_mode) {
+  if (value.empty()) return default_mode;
   if (value == "tasks") return Mode::tasks;
   if (value == "torchrun") return Mode::torchrun;
   return fail("--ddp=" + std::string(value) + ": unknown mode (valid: tasks, torchrun)");
@@ -91,80 +130,17 @@ std::string_view mode_name(Mode mode) {
   return mode == Mode::torchrun ? "torchrun" : "tasks";
 }
 
-Result<std::string> head_host(std::string_view step_nodelist) {
-  auto first = Hostlist::first(step_nodelist);
-  if (!first) return prefixed("SLURM_STEP_NODELIST", first.error());
-  return first;
-}
-
-Result<StepPlan> plan_step(const NodeInputs& in, std::string_view master_addr,
-                           PortRange port_window) {
-  // Counting validates the whole list without building it: this runs on every node of a
-  // 10,000-node step, and the plan needs the size, not the names.
-  auto nnodes = Hostlist::count(in.step_nodelist);
-  if (!nnodes) return prefixed("SLURM_STEP_NODELIST", nnodes.error());
+Result<StepPlan> plan_step(const NodeInputs& in, const Hostlist& nodes,
+                           std::string_view master_addr, PortRange port_window) {
   if (master_addr.empty()) return fail("no master address for the step (empty MASTER_ADDR)");
-  if (in.node_id >= *nnodes) {
-    std::string message = "node id ";
-    text::append_uint(message, in.node_id);
-    message += " is outside the step's ";
-    text::append_uint(message, *nnodes);
-    message += " nodes (SLURM_STEP_NODELIST=" + text::quote(in.step_nodelist) + ")";
-    return fail(std::move(message));
-  }
-  if (in.ntasks == 0 || in.local_ntasks == 0 || in.local_ntasks > in.ntasks) {
-    std::string message = "inconsistent task counts: ";
-    text::append_uint(message, in.local_ntasks);
-    message += " on this node, ";
-    text::append_uint(message, in.ntasks);
-    message += " in the step";
-    return fail(std::move(message));
-  }
-
-  if (!in.tasks_per_node.empty()) {
-    auto layout = summarize_tasks_per_node(in.tasks_per_node, in.node_id);
-    if (!layout) return prefixed("SLURM_STEP_TASKS_PER_NODE", layout.error());
-    const std::string tpn = "SLURM_STEP_TASKS_PER_NODE=" + text::quote(in.tasks_per_node);
-    if (layout->nodes != *nnodes) {
-      std::string message = tpn + " lists ";
-      text::append_uint(message, layout->nodes);
-      message += " nodes but SLURM_STEP_NODELIST=" + text::quote(in.step_nodelist) + " has ";
-      text::append_uint(message, *nnodes);
-      return fail(std::move(message));
-    }
-    if (layout->on_node != in.local_ntasks) {
-      std::string message = tpn + " puts ";
-      text::append_uint(message, layout->on_node);
-      message += " tasks on node id ";
-      text::append_uint(message, in.node_id);
-      message += ", but this node runs ";
-      text::append_uint(message, in.local_ntasks);
-      return fail(std::move(message));
-    }
-    if (layout->tasks != in.ntasks) {
-      std::string message = tpn + " sums to ";
-      text::append_uint(message, layout->tasks);
-      message += " tasks, but the step has ";
-      text::append_uint(message, in.ntasks);
-      return fail(std::move(message));
-    }
-    if (in.mode == Mode::torchrun && layout->first_crowded < layout->nodes) {
-      auto counts = parse_tasks_per_node(in.tasks_per_node);
-      const unsigned tasks = counts ? (*counts)[layout->first_crowded] : 0;
-      return crowded(tasks, "node " + node_name(in.step_nodelist, layout->first_crowded));
-    }
-  } else if (in.mode == Mode::torchrun) {
-    if (in.local_ntasks > 1)
-      return crowded(in.local_ntasks, "node " + node_name(in.step_nodelist, in.node_id));
-    if (in.ntasks > *nnodes) return crowded(in.ntasks, number(*nnodes) + " nodes");
-  }
+  if (auto counts = check_counts(in, nodes.size()); !counts) return std::unexpected(counts.error());
+  if (auto layout = check_layout(in, nodes); !layout) return std::unexpected(layout.error());
 
   PortInputs port_inputs;
   port_inputs.user_override = in.user_port;
   port_inputs.reserved = in.reserved_ports;
   port_inputs.job_id = in.job_id;
   port_inputs.step_id = in.step_id;
-  port_inputs.het_offset = in.het_offset;
   auto port = choose_port(port_inputs, port_window);
   if (!port) return std::unexpected(std::move(port.error()));
 
@@ -172,7 +148,10 @@ Result<StepPlan> plan_step(const NodeInputs& in, std::string_view master_addr,
   plan.mode = in.mode;
   plan.master_addr = master_addr;
   plan.master_port = port->port;
-  plan.nnodes = static_cast<std::uint32_t>(*nnodes);  // at most 2^24, see hostlist.cpp
+  plan.port_source = port->source;
+  plan.job_id = in.job_id;
+  plan.step_id = in.step_id;
+  plan.nnodes = static_cast<std::uint32_t>(nodes.size());  // at most 2^24, see hostlist.cpp
   plan.ntasks = in.ntasks;
   plan.node_rank = in.node_id;
   plan.local_ntasks = in.local_ntasks;

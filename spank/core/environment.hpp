@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "envfile.hpp"
+#include "hostlist.hpp"
 #include "port.hpp"
 #include "result.hpp"
 
@@ -17,7 +18,7 @@ enum class Mode { tasks, torchrun };
 
 // Parses a --ddp value; an empty value means `default_mode`. The error text names --ddp and
 // lists the valid modes: "--ddp=foo: unknown mode (valid: tasks, torchrun)".
-Result<Mode> parse_mode(std::string_view value, std::string_view default_mode = "tasks");
+Result<Mode> parse_mode(std::string_view value, Mode default_mode = Mode::tasks);
 // "tasks" or "torchrun".
 std::string_view mode_name(Mode mode);
 
@@ -26,6 +27,9 @@ struct StepPlan {
   Mode mode = Mode::tasks;
   std::string master_addr;
   std::uint16_t master_port = 0;
+  PortSource port_source = PortSource::derived;  // for `srun -v`
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
   std::uint32_t nnodes = 0;          // nodes in the step
   std::uint32_t ntasks = 0;          // tasks in the step
   std::uint32_t node_rank = 0;       // this node's index in the step
@@ -36,14 +40,13 @@ struct StepPlan {
 // Raw inputs for one node, as Slurm gives them (strings where Slurm gives strings).
 struct NodeInputs {
   Mode mode = Mode::tasks;
-  std::string_view step_nodelist;   // SLURM_STEP_NODELIST
+  std::string_view step_nodelist;   // SLURM_STEP_NODELIST, as text for messages
   std::string_view tasks_per_node;  // SLURM_STEP_TASKS_PER_NODE
   std::uint32_t node_id = 0;        // S_JOB_NODEID
   std::uint32_t ntasks = 0;         // S_JOB_TOTAL_TASK_COUNT
   std::uint32_t local_ntasks = 0;   // S_JOB_LOCAL_TASK_COUNT
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
-  std::uint32_t het_offset = 0;
   std::optional<std::string_view> user_port;       // DDP_MASTER_PORT
   std::optional<std::string_view> reserved_ports;  // SLURM_STEP_RESV_PORTS
   std::optional<std::string_view> nproc_override;  // DDP_NPROC_PER_NODE
@@ -52,14 +55,14 @@ struct NodeInputs {
   std::optional<std::uint32_t> gpus_detected;      // GPUs the node's driver lists, if looked up
 };
 
-// Validates the inputs and computes the step plan. `master_addr` is the already-resolved
-// address (or name) of the first node of the step; see head_host(). Errors name the Slurm
-// variable at fault; torchrun mode rejects steps with more than one task on a node.
-Result<StepPlan> plan_step(const NodeInputs& in, std::string_view master_addr,
-                           PortRange port_window);
+// Validates the inputs and computes the step plan. `nodes` is SLURM_STEP_NODELIST, parsed once
+// by the caller; `master_addr` the already-chosen address (or name) of its first node. Errors
+// name the Slurm variable at fault; torchrun mode rejects steps with more than one task on a node.
+Result<StepPlan> plan_step(const NodeInputs& in, const Hostlist& nodes,
+                           std::string_view master_addr, PortRange port_window);
 
-// The step's first node name (the node that holds RANK 0 under block/cyclic distribution).
-Result<std::string> head_host(std::string_view step_nodelist);
+// Number of devices a CUDA_VISIBLE_DEVICES value lists; 0 for "", "NoDevFiles" and unset.
+std::uint32_t count_devices(std::optional<std::string_view> cuda_visible);
 
 // Facts of one task.
 struct TaskInputs {

@@ -1,5 +1,5 @@
-// MASTER_PORT choice. Every node computes it alone from facts all nodes share (job, step, het
-// offset, or Slurm's reserved ports), so no node has to tell the others.
+// MASTER_PORT choice. Every node computes it alone from facts all nodes share (job and step, or
+// Slurm's reserved ports), so no node has to tell the others.
 #include "port.hpp"
 
 #include <string>
@@ -8,9 +8,6 @@
 
 namespace ddp {
 namespace {
-
-// Slots per step in derive_port(): het components of one step take consecutive slots.
-constexpr std::uint64_t k_het_slots = 8;
 
 // splitmix64's finalizer: consecutive job ids land far apart in the window.
 std::uint64_t mix(std::uint64_t x) {
@@ -56,14 +53,13 @@ Result<PortRange> parse_ephemeral_range(std::string_view text) {
   return PortRange{*low, *high};
 }
 
-std::uint16_t derive_port(std::uint32_t job_id, std::uint32_t step_id, std::uint32_t het_offset,
-                          PortRange window) {
+std::uint16_t derive_port(std::uint32_t job_id, std::uint32_t step_id, PortRange window) {
   if (window.last < window.first) return window.first;  // not a range; nothing to spread over
   const std::uint64_t size = window.size();
   // Reduce each term before adding so the sum never wraps 2^64: a wrap would break the
   // "distinct steps get distinct ports" guarantee for window sizes that are not powers of two.
   const std::uint64_t job_slot = mix(job_id) % size;
-  const std::uint64_t step_slot = (std::uint64_t{step_id} * k_het_slots + het_offset) % size;
+  const std::uint64_t step_slot = std::uint64_t{step_id} % size;
   return static_cast<std::uint16_t>(window.first + (job_slot + step_slot) % size);
 }
 
@@ -100,7 +96,7 @@ Result<PortChoice> choose_port(const PortInputs& in, PortRange window) {
     if (!port) return fail("SLURM_STEP_RESV_PORTS: " + port.error().message);
     return PortChoice{*port, PortSource::reserved};
   }
-  return PortChoice{derive_port(in.job_id, in.step_id, in.het_offset, window), PortSource::derived};
+  return PortChoice{derive_port(in.job_id, in.step_id, window), PortSource::derived};
 }
 
 }  // namespace ddp

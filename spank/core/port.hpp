@@ -13,16 +13,15 @@ namespace ddp {
 // Parses /proc/sys/net/ipv4/ip_local_port_range contents ("32768\t60999\n").
 Result<PortRange> parse_ephemeral_range(std::string_view text);
 
-// Deterministic port for (job, step, het offset) inside `window`. Steps of one job, and the
-// components of one het step, map to distinct ports as long as there are fewer of them than
-// the window has ports; different jobs are spread by a hash of the job id.
-std::uint16_t derive_port(std::uint32_t job_id, std::uint32_t step_id, std::uint32_t het_offset,
-                          PortRange window);
+// Deterministic port for (job, step) inside `window`. Steps of one job map to distinct ports as
+// long as there are fewer of them than the window has ports; different jobs are spread by a
+// hash of the job id. (Heterogeneous steps are refused, so no component offset is needed.)
+std::uint16_t derive_port(std::uint32_t job_id, std::uint32_t step_id, PortRange window);
 
 // The first port of SLURM_STEP_RESV_PORTS ("12000-12003" or "12000,12002").
 Result<std::uint16_t> first_reserved_port(std::string_view text);
 
-// Where the chosen port came from, for diagnostics.
+// Where the chosen port came from, for `srun -v`.
 enum class PortSource { user, reserved, derived };
 
 // What choose_port() needs; an unset or empty variable is std::nullopt or "" alike.
@@ -31,7 +30,6 @@ struct PortInputs {
   std::optional<std::string_view> reserved;       // SLURM_STEP_RESV_PORTS
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
-  std::uint32_t het_offset = 0;
 };
 
 // The port every node of the step exports, and its origin.

@@ -1,6 +1,7 @@
 // The only file that defines the plugin's exported symbols. Each callback switches on the
 // Slurm context and runs its handler behind a wall: no exception, abort path or C++ error
 // crosses into srun, sbatch or slurmstepd; failures become "ddp: ..." messages and -1.
+#include <dlfcn.h>
 #include <slurm/slurm_version.h>
 
 #include <exception>
@@ -31,8 +32,16 @@ int guarded(const char* callback, Body&& body) noexcept {
   return -1;
 }
 
-int option_callback(int /*val*/, const char* optarg, int /*remote*/) {
-  return guarded("--ddp", [&] { return on_ddp_option(optarg); });
+int option_callback(int /*val*/, const char* optarg, int remote) {
+  return guarded("--ddp", [&] { return on_ddp_option(optarg, remote != 0); });
+}
+
+// This .so's path, so that a plugstack.conf message names the line to fix.
+std::string plugin_path() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&option_callback), &info) == 0 || !info.dli_fname)
+    return "spank_ddp.so";
+  return info.dli_fname;
 }
 
 spank_option ddp_option = {
@@ -56,12 +65,16 @@ PluginState& plugin_state() {
 void report_error(const std::string& message) {
   slurm_error("ddp: %s", message.c_str());
 }
-void report_info(const std::string& message) {
-  slurm_verbose("ddp: %s", message.c_str());
-}
 
-int on_ddp_option(const char* value) {
+int on_ddp_option(const char* value, bool remote) {
   PluginState& state = plugin_state();
+  // srun, sbatch and salloc stop at a failed option callback whether the plugin is required or
+  // optional (Slurm 22.05 spank_process_option()), so a broken configuration is refused here,
+  // for --ddp only. slurmstepd refuses the step in user_init instead.
+  if (state.config_error && !remote) {
+    report_error(*state.config_error);
+    return -1;
+  }
   // salloc hands a bare --ddp to the srun steps of its allocation through the environment
   // variable SLURM_SPANK__SLURM_SPANK_OPTION_ddp_ddp, whose value for "no argument" is the text
   // "(null)" (a NULL formatted with %s; seen on Slurm 22.05). It means "no value".
@@ -91,12 +104,16 @@ DDP_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   return ddp::guarded("init", [&] {
     std::vector<std::string_view> args(av, av + ac);
     auto config = ddp::parse_config(args);
-    if (!config) {
-      // Strict by design: a typo in plugstack.conf must not silently change site policy.
-      ddp::report_error("plugstack.conf: " + config.error().message);
-      return -1;
+    ddp::PluginState& state = ddp::plugin_state();
+    if (config) {
+      state.config = std::move(*config);
+    } else {
+      // Strict, yet never an outage: the error refuses --ddp steps only (option callback,
+      // user_init); jobs without --ddp run, with `required` as with `optional`.
+      state.config_error = "plugstack.conf, arguments of " + ddp::plugin_path() + ": " +
+                           config.error().message + "; --ddp is refused until it is fixed";
+      if (spank_context() == S_CTX_REMOTE) slurm_info("ddp: %s", state.config_error->c_str());
     }
-    ddp::plugin_state().config = std::move(*config);
     switch (spank_context()) {
       case S_CTX_LOCAL:
       case S_CTX_REMOTE:
@@ -124,6 +141,11 @@ DDP_EXPORT int slurm_spank_user_init(spank_t sp, int /*ac*/, char** /*av*/) {
 DDP_EXPORT int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
   if (spank_context() != S_CTX_REMOTE) return 0;
   return ddp::guarded("task_init", [&] { return ddp::remote_task_init(sp); });
+}
+
+DDP_EXPORT int slurm_spank_task_exit(spank_t sp, int /*ac*/, char** /*av*/) {
+  if (spank_context() != S_CTX_REMOTE) return 0;
+  return ddp::guarded("task_exit", [&] { return ddp::remote_task_exit(sp); });
 }
 
 }  // extern "C"

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 
 namespace ddp::sys {
@@ -47,14 +49,9 @@ struct FdCloser {
 
 }  // namespace
 
-Result<std::vector<IpAddress>> resolve_host(const std::string& name) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* list = nullptr;
-  if (int rc = ::getaddrinfo(name.c_str(), nullptr, &hints, &list); rc != 0) {
-    return fail("cannot resolve \"" + name + "\": " + ::gai_strerror(rc));
-  }
+namespace {
+
+std::vector<IpAddress> unique_addresses(const addrinfo* list) {
   std::vector<IpAddress> out;
   for (const addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
     if (auto address = from_sockaddr(ai->ai_addr);
@@ -62,7 +59,71 @@ Result<std::vector<IpAddress>> resolve_host(const std::string& name) {
       out.push_back(*address);
     }
   }
-  ::freeaddrinfo(list);
+  return out;
+}
+
+// One asynchronous lookup: what glibc's helper thread reads must outlive an abandoned request.
+struct Lookup {
+  std::string name;
+  addrinfo hints{};
+  gaicb request{};
+};
+
+// Waits for `lookup` until `timeout_seconds` have passed: its result, or EAI_INPROGRESS at the
+// bound.
+int wait_for(Lookup& lookup, unsigned timeout_seconds) {
+  timespec deadline{};
+  ::clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += static_cast<time_t>(timeout_seconds);
+  const gaicb* requests[] = {&lookup.request};
+  while (true) {
+    int rc = ::gai_error(&lookup.request);
+    if (rc != EAI_INPROGRESS) return rc;
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    const long long left_ns =
+        (deadline.tv_sec - now.tv_sec) * 1000000000LL + (deadline.tv_nsec - now.tv_nsec);
+    if (left_ns <= 0) return EAI_INPROGRESS;
+    const timespec left{static_cast<time_t>(left_ns / 1000000000LL),
+                        static_cast<long>(left_ns % 1000000000LL)};
+    ::gai_suspend(requests, 1, &left);  // EAI_INTR and EAI_AGAIN alike: check again
+  }
+}
+
+}  // namespace
+
+Resolution resolve_host(const std::string& name, unsigned timeout_seconds) {
+  auto lookup = std::make_unique<Lookup>();
+  lookup->name = name;
+  lookup->hints.ai_family = AF_UNSPEC;
+  lookup->hints.ai_socktype = SOCK_STREAM;
+  lookup->request.ar_name = lookup->name.c_str();
+  lookup->request.ar_request = &lookup->hints;
+  gaicb* list[] = {&lookup->request};
+  Resolution out;
+  if (int rc = ::getaddrinfo_a(GAI_NOWAIT, list, 1, nullptr); rc != 0) {
+    out.error = "cannot resolve \"" + name + "\": " + ::gai_strerror(rc);
+    return out;
+  }
+  int rc = wait_for(*lookup, timeout_seconds);
+  if (rc == EAI_INPROGRESS) {
+    const int cancelled = ::gai_cancel(&lookup->request);
+    // glibc's thread may still own the request: leave it the memory (one small block per
+    // abandoned lookup, in a slurmstepd that ends with the step) rather than free it under it.
+    if (cancelled == EAI_NOTCANCELED) (void)lookup.release();
+    if (cancelled == EAI_ALLDONE) rc = ::gai_error(&lookup->request);
+  }
+  if (rc != 0) {
+    out.unknown = rc == EAI_NONAME || rc == EAI_NODATA;
+    out.error = "cannot resolve \"" + name + "\": " +
+                (rc == EAI_INPROGRESS || rc == EAI_CANCELED
+                     ? "no answer within " + std::to_string(timeout_seconds) +
+                           " s (resolve_timeout= in plugstack.conf); check this node's DNS servers"
+                     : std::string(::gai_strerror(rc)));
+    return out;
+  }
+  out.addresses = unique_addresses(lookup->request.ar_result);
+  ::freeaddrinfo(lookup->request.ar_result);
   return out;
 }
 

@@ -17,8 +17,16 @@
 
 namespace ddp::sys {
 
-// Addresses `name` resolves to (getaddrinfo, resolver order, duplicates removed).
-Result<std::vector<IpAddress>> resolve_host(const std::string& name);
+// What the resolver answered for one name.
+struct Resolution {
+  std::vector<IpAddress> addresses;  // resolver order, duplicates removed
+  std::optional<std::string> error;  // set when resolution failed, naming the name and why
+  bool unknown = false;              // the resolver says the name does not exist
+};
+
+// Resolves `name` (getaddrinfo_a), waiting at most `timeout_seconds`; at the bound the error
+// says so and names resolve_timeout=. A lookup still running then is abandoned to glibc.
+Resolution resolve_host(const std::string& name, unsigned timeout_seconds);
 
 // Addresses configured on this node's interfaces (getifaddrs), loopback included.
 std::vector<IpAddress> local_addresses();

@@ -2,12 +2,14 @@
 # The embedded test cluster: a real Debian Slurm (slurmctld + 3 slurmd, munge) on this one
 # machine, each daemon a host of its own in a network namespace.
 #
-#   cluster.sh up [--site NAME] [--plugin PATH/spank_ddp.so] [--plugstack-args "k=v ..."]
-#                 [--timeout SECS]
+#   cluster.sh up [--slurm RELEASE] [--site NAME] [--plugin PATH/spank_ddp.so]
+#                 [--plugstack-args "k=v ..."] [--timeout SECS]
 #   cluster.sh down                      stop everything `up` started; safe to run twice
 #   cluster.sh status                    namespaces, daemons, sinfo; exit 1 when not up
 #   cluster.sh run CMD...                run CMD on the login host (srun, sbatch, salloc, ...)
 #   cluster.sh set-plugstack "k=v ..."   rewrite plugstack.conf; applies to the next step
+#   cluster.sh set-plugstack-kind required|optional   the plugin's plugstack.conf keyword
+#   cluster.sh set-hosts NODE [FILE]     NODE's /etc/hosts from FILE (none: the common one)
 #   cluster.sh install-plugin PATH       replace the plugin; applies to the next step
 #   cluster.sh check                     exit 77 naming what is missing to run a cluster
 #   cluster.sh logs                      the last lines of every daemon log
@@ -27,6 +29,13 @@
 # bin/ (stub container runtimes). `run` then gives commands that site's login environment: bin/
 # first on a plain system PATH, MODULEPATH, and BASH_ENV set to Lmod's init so that batch
 # scripts have `module`. Nothing of it is installed outside STATE. Sites: ls tests/cluster/sites.
+#
+# --slurm RELEASE (22.05, 24.11, 26.05) runs that Slurm release: munged, slurmctld, the slurmds,
+# their slurmstepds, the job tasks and every `run` command come from the Debian userland that
+# ships it (tests/cluster/userland.sh: a chroot under /tmp, made on first use and then reused;
+# this machine's own Slurm when it is that release). Without --plugin, the plugin is built
+# against that release's headers from this checkout into build-slurm-RELEASE/ and loaded. /tmp
+# and this checkout are the same paths inside. Without --slurm: this machine's Slurm, as always.
 set -euo pipefail
 
 readonly k_id=${DDP_CLUSTER_ID:-0}
@@ -45,8 +54,10 @@ readonly k_login=ddp-login
 readonly k_login_ip=${k_subnet_prefix}.10
 readonly k_nodes=(node01 node02 node03)
 readonly k_node_ips=("$k_subnet_prefix.11" "$k_subnet_prefix.12" "$k_subnet_prefix.13")
-k_sites_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sites
-readonly k_sites_dir
+k_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+readonly k_here k_sites_dir=$k_here/sites k_userland=$k_here/userland.sh
+k_repo=$(cd "$k_here/../.." && pwd)
+readonly k_repo
 # Lmod's bash initialisation (Debian package lmod); BASH_ENV makes batch scripts source it.
 readonly k_lmod_init=/usr/share/lmod/lmod/init/bash
 
@@ -59,6 +70,8 @@ plugin_so=$lib/spank_ddp.so
 conf=$etc/slurm.conf
 munge_socket=$munge_dir/munge.socket.2
 site_dir=$k_state/site            # the emulated site's stubs and modulefiles (up --site)
+release_file=$k_state/slurm-release   # "RELEASE ROOT" of up --slurm; absent: this machine's Slurm
+user_env_file=$k_state/user.env       # VAR=VALUE lines `run` adds: the userland's login profile
 
 die() { printf 'cluster.sh: error: %s\n' "$*" >&2; exit 1; }
 say() { printf 'cluster.sh: %s\n' "$*" >&2; }
@@ -79,15 +92,35 @@ missing_prerequisite() {
 # Runs a command as host NS (namespace suffix) named HOSTNAME: in its network namespace, with
 # its own hostname, /etc/hosts and name lookup. $launcher (setsid, exec) goes in front.
 # Not `ip netns exec`: that remounts /sys, and slurmd then fails in its cgroup set-up.
+# With up --slurm, the command runs chrooted into that release's userland (userland.sh enter,
+# in the same private mount namespace), whose /etc/hosts gets the bind instead.
 launcher=()
 as_host() {
   local ns=$1 hostname=$2; shift 2
+  local root enter=()
+  root=$(userland_root)
+  [[ $root == / ]] || enter=("$k_userland" enter "$root")
   # shellcheck disable=SC2016  # the inner script reads its own positional parameters
   "${launcher[@]}" nsenter --net="/run/netns/$k_ns_prefix$ns" \
     unshare --uts --mount --propagation private -- \
-    /bin/sh -c 'hostname "$1" && mount --bind "$2/hosts" /etc/hosts &&
-                mount --bind "$2/nsswitch.conf" /etc/nsswitch.conf && shift 2 && exec "$@"' \
-    as_host "$hostname" "$etc" "$@"
+    /bin/sh -c 'hosts="$2/hosts.$1"; [ -e "$hosts" ] || hosts="$2/hosts"
+                hostname "$1" && mount --bind "$hosts" "$3/etc/hosts" &&
+                mount --bind "$2/nsswitch.conf" "$3/etc/nsswitch.conf" && shift 3 && exec "$@"' \
+    as_host "$hostname" "$etc" "${root%/}" "${enter[@]}" "$@"
+}
+
+# The root of the userland the cluster's Slurm comes from: / for this machine's own.
+userland_root() {
+  local release root
+  if read -r release root 2>/dev/null <"$release_file"; then echo "$root"; else echo /; fi
+}
+
+# Runs a command of the cluster's userland in the root network namespace (munged, munge).
+in_userland() {
+  local root
+  root=$(userland_root)
+  if [[ $root == / ]]; then "$@"; return; fi
+  unshare --mount --propagation private -- "$k_userland" enter "$root" "$@"
 }
 
 # Our namespaces that exist now.
@@ -148,9 +181,13 @@ write_config() {
     local i
     for i in "${!k_nodes[@]}"; do echo "${k_node_ips[$i]} ${k_nodes[$i]}"; done
   } >"$etc/hosts"
+  # Each node gets its own copy, bind-mounted as its /etc/hosts, so that a test can give nodes
+  # different views of the same names (set-hosts rewrites a copy in place, keeping the mount).
+  local node
+  for node in "${k_nodes[@]}"; do cp "$etc/hosts" "$etc/hosts.$node"; done
   # Names resolve from that file only: no DNS query ever leaves a namespace, and a name that is
   # not in it (a test's "node01-nosuchnet") fails at once.
-  sed -E 's/^hosts:.*/hosts: files/' /etc/nsswitch.conf >"$etc/nsswitch.conf"
+  sed -E 's/^hosts:.*/hosts: files/' "$(userland_root | sed 's|/$||')/etc/nsswitch.conf" >"$etc/nsswitch.conf"
   grep -q '^hosts:' "$etc/nsswitch.conf" || echo 'hosts: files' >>"$etc/nsswitch.conf"
 
   cat >"$conf" <<EOF
@@ -269,8 +306,10 @@ current_site() {
 write_plugstack() {
   local args
   args=$(cat "$etc/plugstack.args" 2>/dev/null || true)
+  local kind
+  kind=$(cat "$etc/plugstack.kind" 2>/dev/null || echo required)
   if [[ -e $plugin_so ]]; then
-    printf 'required %s%s\n' "$plugin_so" "${args:+ $args}" >"$etc/plugstack.conf.tmp"
+    printf '%s %s%s\n' "$kind" "$plugin_so" "${args:+ $args}" >"$etc/plugstack.conf.tmp"
   else
     [[ -z $args ]] || die "plugstack arguments given but no plugin installed (cluster.sh install-plugin PATH)"
     : >"$etc/plugstack.conf.tmp"
@@ -296,6 +335,23 @@ cmd_set_plugstack() {
   [[ -d $etc ]] || die "set-plugstack: no cluster configuration in $k_state (run: cluster.sh up)"
   printf '%s' "${1:-}" >"$etc/plugstack.args"
   write_plugstack
+}
+
+cmd_set_plugstack_kind() {
+  [[ -d $etc ]] || die "set-plugstack-kind: no cluster configuration in $k_state (run: cluster.sh up)"
+  case ${1:-} in
+    required | optional) printf '%s' "$1" >"$etc/plugstack.kind" ;;
+    *) die "set-plugstack-kind: '${1:-}': expected required or optional" ;;
+  esac
+  write_plugstack
+}
+
+# Writes in place (never by rename): the node's /etc/hosts is a bind mount of this very file.
+cmd_set_hosts() {
+  local node=${1:-} src=${2:-$etc/hosts}
+  [[ -e $etc/hosts.$node ]] || die "set-hosts: no node '$node' (valid: ${k_nodes[*]})"
+  [[ -f $src ]] || die "set-hosts: no such file: $src"
+  cat "$src" >"$etc/hosts.$node"
 }
 
 # Shows the last lines of every log, for a failed start.
@@ -340,12 +396,13 @@ start_munge() {
   chmod 755 "$k_state" "$munge_dir"
   dd if=/dev/urandom of="$munge_dir/munge.key" bs=1024 count=1 status=none
   chmod 400 "$munge_dir/munge.key"
-  munged --force --socket="$munge_socket" --key-file="$munge_dir/munge.key" \
+  in_userland munged --force --socket="$munge_socket" --key-file="$munge_dir/munge.key" \
     --pid-file="$run_dir/munged.pid" --log-file="$log/munged.log" \
     --seed-file="$munge_dir/munged.seed" >>"$log/munged.out" 2>&1 ||
     fail_up "munged did not start"
   local deadline=$((SECONDS + 10))
-  until munge -n -S "$munge_socket" 2>/dev/null | unmunge -S "$munge_socket" >/dev/null 2>&1; do
+  until in_userland munge -n -S "$munge_socket" 2>/dev/null |
+        in_userland unmunge -S "$munge_socket" >/dev/null 2>&1; do
     ((SECONDS < deadline)) || fail_up "munged does not answer on $munge_socket"
     sleep 0.2
   done
@@ -377,7 +434,7 @@ all_nodes_idle() {
 }
 
 cmd_up() {
-  local plugin="" args="" timeout=90 site=""
+  local plugin="" args="" timeout=90 site="" release=""
   while (($#)); do
     case $1 in
       --plugin) plugin=${2:?--plugin needs a path}; shift 2 ;;
@@ -387,7 +444,9 @@ cmd_up() {
       --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
       --site) site=${2:?--site needs a name}; shift 2 ;;
       --site=*) site=${1#*=}; shift ;;
-      *) die "up: unknown argument '$1' (valid: --site NAME, --plugin PATH, --plugstack-args \"k=v ...\", --timeout SECS)" ;;
+      --slurm) release=${2:?--slurm needs a release}; shift 2 ;;
+      --slurm=*) release=${1#*=}; shift ;;
+      *) die "up: unknown argument '$1' (valid: --slurm RELEASE, --site NAME, --plugin PATH, --plugstack-args \"k=v ...\", --timeout SECS)" ;;
     esac
   done
   if [[ -n $site && ! -f $k_sites_dir/$site/slurm.conf ]]; then
@@ -402,12 +461,18 @@ cmd_up() {
   fi
   [[ -z $plugin || -f $plugin ]] || die "up: --plugin $plugin: no such file (build it first)"
 
-  local started=$SECONDS
+  local started=$SECONDS root=/
   cmd_down    # a previous run may have crashed half-way
   # Start from nothing, but remove only what this script creates: DDP_CLUSTER_DIR may be a
   # directory that holds other things.
-  rm -rf "${k_state:?}"/{etc,log,run,munge,lib,spool,site,dev}
+  rm -rf "${k_state:?}"/{etc,log,run,munge,lib,spool,site,dev} "$release_file" "$user_env_file"
   mkdir -p "$k_state"
+  if [[ -n $release ]]; then
+    root=$("$k_userland" ensure "$release") || die "up: --slurm $release: no userland for it (above)"
+    if [[ -z $plugin ]]; then plugin=$(build_plugin "$release"); fi
+    echo "$release $root" >"$release_file"
+  fi
+  write_user_env
   write_config "$site"
   printf '%s' "$args" >"$etc/plugstack.args"
   if [[ -n $plugin ]]; then cmd_install_plugin "$plugin"; else write_plugstack; fi
@@ -425,13 +490,59 @@ cmd_up() {
       slurmd -D -f "$conf" -N "${k_nodes[$i]}"
   done
   wait_for "all 3 nodes idle in sinfo" "$timeout" all_nodes_idle
-  say "up in $((SECONDS - started))s: ${k_nodes[*]} idle; site: ${site:-none (plain)}; plugin: $(
+  say "up in $((SECONDS - started))s: ${k_nodes[*]} idle; slurm: $(
+    in_userland slurmctld -V); site: ${site:-none (plain)}; plugin: $(
     [[ -e $plugin_so ]] && echo "$plugin_so ${args}" || echo none); state: $k_state"
+}
+
+# The login profile a site gives users of this userland's PyTorch, written to $user_env_file.
+# Debian's python3-torch 2.6 (Debian 13) and 2.14 (unstable) are built without libuv, but
+# PyTorch 2.4 and later ask TCPStore for libuv unless USE_LIBUV=0: every env:// rendezvous
+# there, with or without --ddp, fails with "use_libuv was requested but PyTorch was built
+# without libuv support". Sites with that torch set USE_LIBUV=0 (doc/slurm-releases.md); so does
+# `run`. Older torch (Debian 12's 1.13) has no such switch: TypeError, nothing to set.
+write_user_env() {
+  : >"$user_env_file"
+  local rc=0
+  in_userland /usr/bin/python3 -c '
+import sys
+try:
+    import torch.distributed as d
+except ImportError:
+    sys.exit(0)
+try:
+    d.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True)
+except TypeError:
+    sys.exit(0)
+except Exception:
+    sys.exit(3)' >/dev/null 2>&1 || rc=$?
+  if ((rc == 3)); then echo USE_LIBUV=0 >>"$user_env_file"; fi
+  return 0
+}
+
+# Builds the plugin against RELEASE's headers, in its userland, from this checkout into
+# build-slurm-RELEASE/ (configured there once, with the cluster tests pointed at RELEASE), and
+# prints its path. Only the plugin: the full build is tests/run.sh's.
+build_plugin() {
+  local release=$1 dir=$k_repo/build-slurm-$1
+  say "building the plugin against Slurm $release's headers in $dir"
+  {
+    if [[ ! -f $dir/CMakeCache.txt ]]; then
+      "$k_userland" exec "$release" cmake -S "$k_repo" -B "$dir" -DDDP_WERROR=ON \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDP_CLUSTER_SLURM="$release"
+    fi
+    "$k_userland" exec "$release" cmake --build "$dir" --target spank_ddp -j"$(nproc)"
+  } >&2 || die "up: building the plugin for Slurm $release failed (above)"
+  # Found, not assumed: where the build tree puts it is the source tree's business.
+  find "$dir" -name spank_ddp.so -type f -print -quit | grep . ||
+    die "up: no spank_ddp.so under $dir after the build"
 }
 
 cmd_status() {
   local ns rc=0
   echo "state: $k_state"
+  echo "slurm: $(read -r r _ 2>/dev/null <"$release_file" && echo "$r ($(userland_root))" ||
+    echo "this machine's")"
   echo "site: $(current_site | grep . || echo 'none (plain)')"
   echo "namespaces: $(our_namespaces | tr '\n' ' ')"
   for ns in $(our_namespaces); do
@@ -478,10 +589,16 @@ cmd_run() {
       esac
     done
   fi
+  # The userland's login profile (write_user_env); the caller's own setting wins.
+  local user_env=() line
+  while read -r line; do
+    [[ -n $line && ! -v ${line%%=*} ]] && user_env+=("$line")
+  done < <(cat "$user_env_file" 2>/dev/null || true)
   # exec: a signal for `cluster.sh run` (timeout, Ctrl-C) reaches srun itself, which then
   # cancels its step.
   launcher=(exec)
-  as_host login "$k_login" env "${unset_args[@]}" SLURM_CONF="$conf" "${site_env[@]}" "$@"
+  as_host login "$k_login" env "${unset_args[@]}" SLURM_CONF="$conf" "${site_env[@]}" \
+    "${user_env[@]}" "$@"
 }
 
 main() {
@@ -497,6 +614,8 @@ main() {
     run) cmd_run "$@" ;;
     set-plugstack) cmd_set_plugstack "$@" ;;
     install-plugin) cmd_install_plugin "$@" ;;
+    set-plugstack-kind) cmd_set_plugstack_kind "$@" ;;
+    set-hosts) cmd_set_hosts "$@" ;;
     check)
       local why; why=$(missing_prerequisite)
       if [[ -n $why ]]; then echo "$why"; exit "$k_skip"; fi ;;

@@ -98,7 +98,14 @@ wait_job() {
   fi
 }
 
+# Torch where the tasks run: the userland of the cluster's Slurm release (DDP_SLURM_RELEASE, set
+# by ctest for a build-slurm-RELEASE/ build), else this machine.
 need_torch() {
+  if [[ -n ${DDP_SLURM_RELEASE:-} ]]; then
+    "$REPO/tests/cluster/userland.sh" exec "$DDP_SLURM_RELEASE" /usr/bin/python3 -c 'import torch' \
+      2>/dev/null || skip "python3-torch missing in Slurm $DDP_SLURM_RELEASE's userland (tests/cluster/userland.sh)"
+    return
+  fi
   /usr/bin/python3 -c 'import torch' 2>/dev/null ||
     skip "Debian's python3-torch is not installed (bash contrib/install-deps.sh)"
 }

@@ -133,15 +133,15 @@ EOS
   [[ "$output" != *"Submitted batch job"* ]]
 }
 
-@test "an unknown plugstack.conf key stops the plugin and names the key" {
-  run_with_plugstack "port_range=20000-30999 colour=blue" srun -N1 bash -c 'echo RAN'
+@test "an unknown plugstack.conf key refuses --ddp and names the key" {
+  run_with_plugstack "port_range=20000-30999 colour=blue" srun -N1 --ddp bash -c 'echo RAN'
   [ "$status" -ne 0 ]
   [[ "$output" == *'"colour"'* ]]
   [[ "$output" != *RAN* ]]
 }
 
 @test "a bad plugstack.conf value names the key and the value" {
-  run_with_plugstack "port_range=40000-30000" srun -N1 bash -c 'echo RAN'
+  run_with_plugstack "port_range=40000-30000" srun -N1 --ddp bash -c 'echo RAN'
   [ "$status" -ne 0 ]
   [[ "$output" == *port_range* ]]
   [[ "$output" == *40000-30000* ]]

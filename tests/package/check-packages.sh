@@ -44,7 +44,7 @@ echo "slurm-ddp-plugin Depends: $depends"
 snippet=$(dpkg-deb --fsys-tarfile "${plugin_deb[0]}" | tar -xOf - ./etc/slurm/plugstack.conf.d/ddp.conf)
 active=$(grep -Ev '^[[:space:]]*(#|$)' <<<"$snippet")
 [[ -z $active ]] || fail "the plugstack snippet enables something: $active"
-grep -qxF "# required /usr/lib/$arch/slurm-wlm/spank_ddp.so" <<<"$snippet" ||
+grep -qxF "# optional /usr/lib/$arch/slurm-wlm/spank_ddp.so" <<<"$snippet" ||
   fail "the snippet lacks the commented line that enables the plugin"
 
 list=$(dpkg-deb -c "${gen_deb[0]}" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$')

@@ -52,7 +52,7 @@ done
 id=${DDP_CLUSTER_ID:-0}
 state=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster$( ((id == 0)) || echo "-$id")}
 enabled=$(mktemp -d)
-sed "s|^# required $plugin$|required $plugin|" /etc/slurm/plugstack.conf.d/ddp.conf >"$enabled/ddp.conf"
+sed "s|^# optional $plugin$|optional $plugin|" /etc/slurm/plugstack.conf.d/ddp.conf >"$enabled/ddp.conf"
 printf 'include /etc/slurm/plugstack.conf.d/*.conf\n' >"$state/etc/plugstack.conf"
 if "$cluster" run srun --help | grep -q -- '--ddp'; then
   fail "the installed /etc/slurm/plugstack.conf.d/ddp.conf enables --ddp by itself"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # ddp-check with real processes on 127.0.0.1, no Slurm: each scenario starts the ranks with
 # the environment `srun --ddp` would give them (DDP_CHECK_HOSTNAME fakes the nodes) and checks
-# exit codes, the exact diagnosis and that every process ended within the bound.
+# exit codes, the exact diagnosis and that every process ended within the bound. Hellos are
+# signed by a private munged this script starts (its own key and socket, stopped at the end);
+# hostile scenarios forge, replay and flood hellos and measure rank 0's CPU time.
 # Usage: processes.sh PATH/TO/ddp-check SCENARIO   (scenarios: see the case below)
 set -uo pipefail
 
@@ -11,7 +13,12 @@ timeout=3      # --timeout given to every process
 slack=1.5      # seconds allowed past the timeout for process start and exit
 
 work=$(mktemp -d)
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null
+  [[ -f $work/munged.pid ]] && kill "$(cat "$work/munged.pid")" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
 pids=()
 names=()
 declare -A rc
@@ -32,13 +39,33 @@ free_port() {
 }
 port=$(free_port)
 
+# A munged of this test alone: its own key, socket and replay cache.
+start_munged() {
+  command -v munged >/dev/null && command -v munge >/dev/null || {
+    echo "SKIP: munged and munge are not installed (bash contrib/install-deps.sh)"
+    exit 77
+  }
+  chmod 755 "$work"
+  dd if=/dev/urandom of="$work/munge.key" bs=1024 count=1 status=none
+  chmod 400 "$work/munge.key"
+  munge_sock=$work/munge.sock
+  if ! munged --force --socket="$munge_sock" --key-file="$work/munge.key" \
+    --pid-file="$work/munged.pid" --log-file="$work/munged.log" --seed-file="$work/munged.seed"; then
+    echo "SKIP: munged does not start here: $(tail -1 "$work/munged.log" 2>/dev/null)"
+    exit 77
+  fi
+}
+munge_sock=/nonexistent
+[[ $scenario == bad-env ]] || start_munged
+
 nccl_flag=--no-nccl
 
 # start NAME VAR=VALUE... : one ddp-check process with exactly this environment.
 start() {
   local name=$1
   shift
-  env -i PATH="$PATH" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" "$@" \
+  env -i PATH="$PATH" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" SLURM_JOB_ID=100 SLURM_STEP_ID=0 \
+    DDP_CHECK_MUNGE_SOCKET="$munge_sock" "$@" \
     "$bin" --timeout "$timeout" $nccl_flag >"$work/$name.out" 2>&1 &
   pids+=($!)
   names+=("$name")
@@ -50,6 +77,62 @@ rank() {
   shift 7
   start "rank$r-$host-$l" RANK="$r" LOCAL_RANK="$l" NODE_RANK="$n" DDP_CHECK_HOSTNAME="$host" \
     WORLD_SIZE="$world" LOCAL_WORLD_SIZE="$lws" NNODES="$nnodes" "$@"
+}
+
+# start_timed NAME LIMIT VAR=VALUE...: like start, in a shell limited to LIMIT descriptors
+# (ulimit -n), under bash's `time`: the last line of its output is "cpu REAL USER SYS".
+start_timed() {
+  local name=$1 limit=$2
+  shift 2
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  env -i PATH="$PATH" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" SLURM_JOB_ID=100 SLURM_STEP_ID=0 \
+    DDP_CHECK_MUNGE_SOCKET="$munge_sock" "$@" \
+    bash -c 'ulimit -n "$1"; shift; TIMEFORMAT="cpu %3R %3U %3S"; time "$@"' _ "$limit" \
+    "$bin" --timeout "$timeout" $nccl_flag >"$work/$name.out" 2>&1 &
+  pids+=($!)
+  names+=("$name")
+}
+
+# The hello body ddp-check would send for RANK of WORLD in job 100 step 0, to this port.
+hello_body() {
+  local rank=$1 world=$2 job=${3:-100}
+  echo "ddp-check/2 hello rank=$rank world=$world local_rank=0 local_world=1 node_rank=$rank" \
+    "nnodes=$world nproc=1 pid=4242 host=intruder gpus=- if=lo if_kind=loopback" \
+    "addr=127.0.0.1 nccl=0 job=$job step=0 het=- port=$port auth=munge"
+}
+
+# signed BODY [munge options]: BODY with a credential of this user (munge CLI) for it.
+signed() {
+  local body=$1
+  shift
+  printf '%s cred=%s' "$body" "$(printf %s "$body" | "$@" munge -S "$munge_sock")"
+}
+
+# send LINE: one connection that writes LINE and a newline, then closes (a peer that closes
+# after its hello); send_raw TEXT writes TEXT as it is.
+send() {
+  { printf '%s\n' "$1" >/dev/tcp/127.0.0.1/"$port"; } 2>/dev/null
+}
+send_raw() {
+  { printf '%s' "$1" >/dev/tcp/127.0.0.1/"$port"; } 2>/dev/null
+}
+
+held=()
+# hold N: N connections that connect and say nothing, held open by this shell until it ends.
+hold() {
+  local i fd
+  for ((i = 0; i < $1; i++)); do
+    exec {fd}<>/dev/tcp/127.0.0.1/"$port" || break
+    held+=("$fd")
+  done
+}
+
+# Waits until something listens on $port (rank 0 started).
+await_listener() {
+  for _ in $(seq 50); do
+    { : </dev/tcp/127.0.0.1/"$port"; } 2>/dev/null && return
+    sleep 0.05
+  done
 }
 
 failures=0
@@ -91,6 +174,24 @@ expect_all_rc() {
 expect_out() {
   if ! grep -qF -- "$2" "$work/$1.out"; then
     echo "FAIL: $1 did not print: $2"
+    failures=$((failures + 1))
+  fi
+}
+
+# expect_cpu NAME MAX_PERCENT: NAME's CPU time (user + system) stayed under MAX_PERCENT of
+# its wall time.
+expect_cpu() {
+  local line
+  line=$(grep '^cpu ' "$work/$1.out" | tail -1)
+  if ! awk -v m="$2" '{ share = 100 * ($3 + $4) / $2; printf "%s: rank 0 used %.2f%% of a core (%.3f s CPU in %.3f s)\n", "cpu", share, $3 + $4, $2; exit !(share < m) }' <<<"$line"; then
+    echo "FAIL: $1 used more than $2% of a core: ${line:-no cpu line}"
+    failures=$((failures + 1))
+  fi
+}
+
+expect_no_out() {
+  if grep -qF -- "$2" "$work/$1.out"; then
+    echo "FAIL: $1 printed: $2"
     failures=$((failures + 1))
   fi
 }
@@ -185,6 +286,103 @@ case "$scenario" in
     expect_all_rc 0
     expect_out rank0-node0-0 "NCCL phase skipped: "
     expect_out rank0-node0-0 "ddp-check: OK: 2 ranks on 2 nodes"
+    ;;
+  other-job)  # a real ddp-check of job 101 aimed at job 100's port: refused, named, not counted
+    rank 0 0 0 node0 2 1 2
+    rank 1 0 1 node1 2 1 2 SLURM_JOB_ID=101
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: REFUSED: refused a hello from 127.0.0.1 (claims RANK 1 of 2 on node1, pid "
+    expect_out rank0-node0-0 "): it belongs to job 101 step 0, this check is job 100 step 0"
+    expect_out rank0-node0-0 "ddp-check: FAULT: missing RANK 1 (WORLD_SIZE=2, 1 distinct arrived)"
+    expect_out rank0-node0-0 "ddp-check: FAULT: 1 connection refused, not counted: refused a hello from 127.0.0.1"
+    expect_no_out rank0-node0-0 "ddp-check: OK"
+    ;;
+  other-step)  # a rank left over from an earlier step on the same MASTER_PORT
+    rank 0 0 0 node0 2 1 2 SLURM_STEP_ID=4
+    rank 1 0 1 node1 2 1 2 SLURM_STEP_ID=3
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "): it belongs to job 100 step 3, this check is job 100 step 4"
+    expect_out rank0-node0-0 "ddp-check: FAULT: missing RANK 1"
+    ;;
+  forged)  # stray processes claim the missing rank: no credential, a forged one, another user's
+    rank 0 0 0 node0 2 1 2
+    await_listener
+    send "$(hello_body 1 2 | sed 's/auth=munge/auth=none/') cred=-"
+    send "$(hello_body 1 2) cred=MUNGE:AwQFAAD2forged0credential:"
+    send "$(signed "$(hello_body 1 2)" setpriv --reuid=65534 --regid=65534 --clear-groups)"
+    send "$(signed "$(hello_body 1 2 | sed 's/pid=4242/pid=1/')" | sed 's/pid=1/pid=4242/')"
+    send "ddp-check/2 hello rank=1 host=$(printf 'x\033]0;owned\007')"
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "(claims RANK 1 of 2 on intruder, pid 4242): it carries no MUNGE credential"
+    expect_out rank0-node0-0 "(claims RANK 1 of 2 on intruder, pid 4242): MUNGE refused its credential: an invalid credential"
+    expect_out rank0-node0-0 "(claims RANK 1 of 2 on intruder, pid 4242): its credential is of uid 65534, this job runs as uid $(id -u)"
+    expect_out rank0-node0-0 "(claims RANK 1 of 2 on intruder, pid 4242): its credential signs another hello"
+    expect_out rank0-node0-0 'refused a connection from 127.0.0.1: hello: value of "host" is not printable ASCII'
+    expect_out rank0-node0-0 "ddp-check: FAULT: missing RANK 1"
+    expect_no_out rank0-node0-0 "ddp-check: OK"
+    if grep -q $'\033' "$work/rank0-node0-0.out"; then
+      echo "FAIL: an escape character reached rank 0's output"
+      failures=$((failures + 1))
+    fi
+    ;;
+  replayed)  # a valid hello sent twice: MUNGE refuses the copy, so it cannot fill RANK 2
+    rank 0 0 0 node0 3 1 3
+    await_listener
+    line=$(signed "$(hello_body 1 3)")
+    send "$line"
+    send "$line"
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "(claims RANK 1 of 3 on intruder, pid 4242): MUNGE refused its credential: a replayed credential (MUNGE decoded it before)"
+    expect_out rank0-node0-0 "ddp-check: FAULT: missing RANK 2 (WORLD_SIZE=3, 2 distinct arrived)"
+    expect_no_out rank0-node0-0 "duplicate RANK 1"
+    ;;
+  huge-world)  # a signed hello claiming WORLD_SIZE=4294967295 does not make rank 0 wait for it
+    timeout=20
+    rank 0 0 0 node0 2 1 2
+    await_listener
+    send "$(signed "$(hello_body 1 4294967295)")"
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: FAULT: inconsistent WORLD_SIZE: rank 0 (node0) says 2, rank 1 (intruder) says 4294967295"
+    awk -v e="$elapsed" 'BEGIN { exit !(e < 5) }' || { echo "FAIL: rank 0 waited ${elapsed}s"; failures=$((failures + 1)); }
+    ;;
+  hostile-cpu)  # rank 0 waits for a missing rank among hostile peers: bounded, and it idles
+    timeout=4
+    start_timed rank0 1024 RANK=0 LOCAL_RANK=0 NODE_RANK=0 DDP_CHECK_HOSTNAME=node0 WORLD_SIZE=4 \
+      LOCAL_WORLD_SIZE=1 NNODES=4
+    await_listener
+    rank 1 0 1 node1 4 1 4
+    send "$(signed "$(hello_body 2 4)")"              # signed, then closed at once
+    hold 200                                           # idle connections, never a hello
+    send "GET / HTTP/1.0"$'\r\n\r'                    # garbage, then closed
+    head -c 100000 /dev/zero | tr '\0' 'x' >/dev/tcp/127.0.0.1/"$port" 2>/dev/null  # oversized
+    send_raw "ddp-check/2 hello rank=3"                # a partial hello, then closed
+    finish
+    expect_rc rank0 1
+    expect_out rank0 "ddp-check: FAULT: missing RANK 3 (WORLD_SIZE=4, 3 distinct arrived)"
+    expect_out rank0 "refused a connection from 127.0.0.1: not a ddp-check/2 hello"
+    expect_out rank0 "refused a connection from 127.0.0.1: a line longer than 16384 bytes"
+    expect_out rank0 "refused a connection from 127.0.0.1: closed the connection inside its hello"
+    expect_out rank1-node1-0 "FAILED (verdict of rank 0): missing RANK 3"
+    expect_cpu rank0 "${DDP_CHECK_CPU_BOUND:-5}"
+    ;;
+  fd-limit)  # idle connections take every descriptor rank 0 may hold: the rank behind them
+    timeout=6  # waits in the backlog until they are cut off, and rank 0 never spins
+    start_timed rank0 64 RANK=0 LOCAL_RANK=0 NODE_RANK=0 DDP_CHECK_HOSTNAME=node0 WORLD_SIZE=2 \
+      LOCAL_WORLD_SIZE=1 NNODES=2
+    await_listener
+    hold 40
+    sleep 0.2
+    rank 1 0 1 node1 2 1 2
+    finish
+    expect_all_rc 0
+    expect_out rank0 "ddp-check: OK: 2 ranks on 2 nodes"
+    expect_out rank0 "sent no complete hello within 3 s"
+    expect_cpu rank0 "${DDP_CHECK_CPU_BOUND:-5}"
     ;;
   bad-env)  # no DDP environment at all: a usage error, not a hang
     start noenv

@@ -23,6 +23,10 @@ Hello sample() {
   h.if_kind = "infiniband";
   h.address = "10.1.0.7";
   h.nccl_ready = true;
+  h.job = "812";
+  h.step = "3";
+  h.cred = "MUNGE:AwQFAAC+signed:";
+  h.port = 29500;
   return h;
 }
 
@@ -45,6 +49,28 @@ TEST(Hello, RoundTrips) {
   EXPECT_EQ(back->ifname, "ib0");
   EXPECT_EQ(back->address, "10.1.0.7");
   EXPECT_TRUE(back->nccl_ready);
+  EXPECT_EQ(back->job, "812");
+  EXPECT_EQ(back->step, "3");
+  EXPECT_EQ(back->het, "-");
+  EXPECT_EQ(back->auth, AuthMode::munge);
+  EXPECT_EQ(back->cred, "MUNGE:AwQFAAC+signed:");
+}
+
+TEST(Hello, TheCredentialSignsEverythingBeforeIt) {
+  Hello h = sample();
+  std::string line = format_hello(h);
+  line.pop_back();
+  EXPECT_EQ(signed_part(line), hello_body(h));
+  EXPECT_EQ(line, hello_body(h) + " cred=MUNGE:AwQFAAC+signed:");
+  EXPECT_TRUE(line.ends_with(" port=29500 auth=munge cred=MUNGE:AwQFAAC+signed:")) << line;
+}
+
+TEST(Hello, PeerTextIsPrintedPrintable) {
+  EXPECT_EQ(printable("node\x1b]0;owned\x07\xc3\xa9"), "node?]0;owned???");
+  EXPECT_EQ(printable(std::string(600, 'a'), 10), "aaaaaaaaaa...");
+  auto verdict = parse_verdict("ddp-check/2 fail rank \x1b[2J gone");
+  ASSERT_TRUE(verdict);
+  EXPECT_EQ(verdict->text, "rank ?[2J gone");
 }
 
 TEST(Hello, UnsetNodeFieldsRoundTripAsDash) {
@@ -62,7 +88,7 @@ TEST(Hello, UnsetNodeFieldsRoundTripAsDash) {
 
 TEST(Hello, HostileValuesBecomeOneBoundedToken) {
   Hello h = sample();
-  h.host = "evil host\nddp-check/1 ok";
+  h.host = "evil host\nddp-check/2 ok\x1b[2J";
   h.gpus = std::string(100000, 'x');
   std::string line = format_hello(h);
   EXPECT_LE(line.size(), k_max_line);
@@ -70,7 +96,7 @@ TEST(Hello, HostileValuesBecomeOneBoundedToken) {
   line.pop_back();
   auto back = parse_hello(line);
   ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(back->host, "evil_host_ddp-check/1_ok");
+  EXPECT_EQ(back->host, "evil_host_ddp-check/2_ok_[2J");
 }
 
 TEST(Hello, RejectsMalformedLines) {
@@ -81,16 +107,22 @@ TEST(Hello, RejectsMalformedLines) {
     std::string message;
   };
   const Case cases[] = {
-      {"", "not a ddp-check/1 hello"},
-      {"GET / HTTP/1.0", "not a ddp-check/1 hello"},
-      {"ddp-check/2 hello rank=1", "not a ddp-check/1 hello"},
-      {"ddp-check/1 hello rank=1", "missing key \"world\""},
-      {good + " color=red", "unknown key \"color\""},
-      {good + " rank=3", "key \"rank\" given twice"},
-      {good + " junk", "expected key=value"},
-      {"ddp-check/1 hello rank=-1", "bad value \"-1\" for \"rank\""},
-      {"ddp-check/1 hello rank=99999999999", "bad value"},
-      {"ddp-check/1 hello nccl=2", "bad value \"2\" for \"nccl\""},
+      {"", "not a ddp-check/2 hello"},
+      {"GET / HTTP/1.0", "not a ddp-check/2 hello"},
+      {"ddp-check/1 hello rank=1", "not a ddp-check/2 hello"},
+      {"ddp-check/2 hello rank=1", "missing key \"world\""},
+      {good.substr(0, good.find(" cred=")) + " color=red", "unknown key \"color\""},
+      {good.substr(0, good.find(" cred=")) + " rank=3", "key \"rank\" given twice"},
+      {good.substr(0, good.find(" cred=")) + " junk", "expected key=value"},
+      {good + " rank=3", "\"rank=3\" after the credential"},
+      {good.substr(0, good.find(" cred=")), "missing key \"cred\""},
+      {"ddp-check/2 hello host=a\x1b[2Jb", "value of \"host\" is not printable ASCII"},
+      {"ddp-check/2 hello host=caf\xc3\xa9", "value of \"host\" is not printable ASCII"},
+      {"ddp-check/2 hello host=" + std::string(300, 'h'), "value of \"host\" too long"},
+      {"ddp-check/2 hello auth=kerberos", "bad value \"kerberos\" for \"auth\""},
+      {"ddp-check/2 hello rank=-1", "bad value \"-1\" for \"rank\""},
+      {"ddp-check/2 hello rank=99999999999", "bad value"},
+      {"ddp-check/2 hello nccl=2", "bad value \"2\" for \"nccl\""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.line);
@@ -106,10 +138,11 @@ TEST(Verdict, RoundTripsAndFlattens) {
     std::string line;
   };
   const Case cases[] = {
-      {{Verdict::Kind::ok, ""}, "ddp-check/1 ok\n"},
-      {{Verdict::Kind::fail, "missing RANK 3"}, "ddp-check/1 fail missing RANK 3\n"},
-      {{Verdict::Kind::fail, "a\nb"}, "ddp-check/1 fail a b\n"},
-      {{Verdict::Kind::nccl, "00ff"}, "ddp-check/1 nccl 00ff\n"},
+      {{Verdict::Kind::ok, ""}, "ddp-check/2 ok\n"},
+      {{Verdict::Kind::fail, "missing RANK 3"}, "ddp-check/2 fail missing RANK 3\n"},
+      {{Verdict::Kind::fail, "a\nb"}, "ddp-check/2 fail a b\n"},
+      {{Verdict::Kind::fail, "a\x1b[31mb\x9b"}, "ddp-check/2 fail a [31mb?\n"},
+      {{Verdict::Kind::nccl, "00ff"}, "ddp-check/2 nccl 00ff\n"},
   };
   for (const auto& c : cases) {
     std::string line = format_verdict(c.verdict);
@@ -120,7 +153,8 @@ TEST(Verdict, RoundTripsAndFlattens) {
     EXPECT_EQ(back->kind, c.verdict.kind);
   }
   EXPECT_LE(format_verdict({Verdict::Kind::fail, std::string(10000, 'y')}).size(), k_max_line);
-  EXPECT_FALSE(parse_verdict("ddp-check/1 maybe"));
+  EXPECT_FALSE(parse_verdict("ddp-check/2 maybe"));
+  EXPECT_FALSE(parse_verdict("ddp-check/1 ok"));
   EXPECT_FALSE(parse_verdict("HTTP/1.1 200 OK"));
 }
 

@@ -42,6 +42,14 @@ TEST(Options, TimeoutFromFlagOverEnv) {
   EXPECT_EQ(parse({"--mode", "torchrun"})->scope, Scope::nodes);
   EXPECT_EQ(parse({"--topology", "x.xml"})->topology, "x.xml");
   EXPECT_TRUE(parse({"--topology"})->topology_live);
+  EXPECT_EQ(parse({})->auth, AuthMode::munge);
+  EXPECT_EQ(parse({"--auth=none"})->auth, AuthMode::none);
+  EXPECT_EQ(parse({"--auth", "munge"}, {{"DDP_CHECK_AUTH", "none"}})->auth, AuthMode::munge);
+  EXPECT_EQ(parse({}, {{"DDP_CHECK_AUTH", "none"}})->auth, AuthMode::none);
+  EXPECT_EQ(parse({"--munge-socket", "/run/m"})->munge_socket, "/run/m");
+  EXPECT_EQ(parse({}, {{"DDP_CHECK_MUNGE_SOCKET", "/run/e"}})->munge_socket, "/run/e");
+  EXPECT_FALSE(parse({"--no-nccl"})->nccl);
+  EXPECT_TRUE(parse({"--help"})->help);
 }
 
 TEST(Options, ErrorsNameTheOption) {
@@ -61,6 +69,11 @@ TEST(Options, ErrorsNameTheOption) {
       {{"--nccl-bytes", "2"}, {}, "--nccl-bytes=2: expected a size"},
       {{"--no-nccl=1"}, {}, "--no-nccl takes no value"},
       {{"--frobnicate"}, {}, "unknown option \"--frobnicate\""},
+      {{"--auth", "kerberos"},
+       {},
+       "--auth=\"kerberos\": unknown authentication (valid: munge, none)"},
+      {{}, {{"DDP_CHECK_AUTH", "off"}}, "DDP_CHECK_AUTH=\"off\": unknown authentication"},
+      {{"--munge-socket="}, {}, "--munge-socket: expected the path of munged's socket"},
       {{"--route-to", "10.0.0.1"}, {}, "--route-to only goes with --topology"},
   };
   for (const auto& c : cases) {

@@ -98,7 +98,7 @@ TEST(VerifyWorld, NamesEveryFault) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const Hello& expected = c.hellos.front().rank == 0 ? c.hellos.front() : world(1, 1)[0];
+    const Hello expected = c.hellos.front().rank == 0 ? c.hellos.front() : world(1, 1)[0];
     auto report = verify_world(c.hellos, expected, Scope::ranks);
     EXPECT_EQ(report.faults, c.faults);
     EXPECT_EQ(report.ok(), c.faults.empty());

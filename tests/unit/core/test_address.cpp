@@ -1,6 +1,7 @@
 // MASTER_ADDR policy: address text, networks, name rewriting and the choice among candidates.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -162,19 +163,40 @@ struct ChooseCase {
   std::string_view message;  // substring of the error
 };
 
+TEST(ChooseAddress, IgnoresResolverOrder) {
+  // Every permutation of one answer gives the same address: nodes whose resolvers sort the head's
+  // addresses differently (RFC 6724, gai.conf, rotating DNS) still agree on MASTER_ADDR.
+  std::vector<IpAddress> candidates{ip("fe80::77:11"), ip("192.168.5.11"), ip("fd00::11"),
+                                    ip("172.30.5.11"), ip("10.77.5.11")};
+  std::sort(candidates.begin(), candidates.end(),
+            [](const IpAddress& a, const IpAddress& b) { return a.bytes < b.bytes; });
+  AddressPolicy policy;
+  do {
+    auto chosen = choose_address(candidates, policy, "node1");
+    ASSERT_TRUE(chosen);
+    ASSERT_EQ(chosen->to_string(), "10.77.5.11");
+  } while (std::next_permutation(
+      candidates.begin(), candidates.end(),
+      [](const IpAddress& a, const IpAddress& b) { return a.bytes < b.bytes; }));
+}
+
 TEST(ChooseAddress, AppliesLoopbackNetworksAndFamily) {
   // One row per case reads better than one field per line.
   // clang-format off
   const ChooseCase cases[] = {
-      {"first non-loopback in resolver order", {"127.0.1.1", "10.0.0.5", "10.1.0.5"}, {},
-       Family::any, "10.0.0.5", ""},
-      {"v6 first when the resolver says so", {"fd00::5", "10.0.0.5"}, {}, Family::any, "fd00::5", ""},
+      {"lowest non-loopback", {"127.0.1.1", "10.1.0.5", "10.0.0.5"}, {}, Family::any, "10.0.0.5", ""},
+      {"IPv4 first under family=any", {"fd00::5", "10.0.0.5"}, {}, Family::any, "10.0.0.5", ""},
+      {"link-local never", {"fe80::1", "169.254.0.9", "fd00::7"}, {}, Family::any, "fd00::7", ""},
+      {"only link-local", {"fe80::1", "169.254.0.9"}, {}, Family::any, "",
+       "resolved to fe80::1 (link-local), 169.254.0.9 (link-local)"},
+      {"earliest network first", {"10.0.0.5", "172.16.0.5", "192.168.1.5"},
+       {"192.168.0.0/16", "172.16.0.0/12"}, Family::any, "192.168.1.5", ""},
       {"networks filter", {"10.0.0.5", "192.168.1.5"}, {"192.168.0.0/16"}, Family::any,
        "192.168.1.5", ""},
       {"any of several networks", {"10.0.0.5", "172.16.0.5"}, {"192.168.0.0/16", "172.16.0.0/12"},
        Family::any, "172.16.0.5", ""},
       {"ipv4 preferred", {"fd00::5", "10.0.0.5"}, {}, Family::ipv4, "10.0.0.5", ""},
-      {"ipv6 preferred", {"10.0.0.5", "fd00::5", "fd00::6"}, {}, Family::ipv6, "fd00::5", ""},
+      {"ipv6 preferred", {"10.0.0.5", "fd00::6", "fd00::5"}, {}, Family::ipv6, "fd00::5", ""},
       {"ipv6 preferred, only v4 left", {"10.0.0.5", "::1"}, {}, Family::ipv6, "10.0.0.5", ""},
       {"ipv4 preferred, v4 only loopback", {"127.0.0.1", "fd00::5"}, {}, Family::ipv4, "fd00::5", ""},
       {"preferred family filtered by networks", {"10.0.0.5", "fd00::5"}, {"fd00::/8"}, Family::ipv4,

@@ -27,7 +27,8 @@ TEST(Config, DefaultsWhenEmpty) {
   EXPECT_FALSE(config->env_override);
   EXPECT_TRUE(config->check_addr);
   EXPECT_TRUE(config->check_port);
-  EXPECT_EQ(config->default_mode, "tasks");
+  EXPECT_EQ(config->default_mode, Mode::tasks);
+  EXPECT_EQ(config->resolve_timeout, 5u);
   EXPECT_FALSE(config->socket_ifname);
   EXPECT_TRUE(config->omp_num_threads);
 }
@@ -52,7 +53,9 @@ TEST(Config, ParsesEveryKey) {
   EXPECT_TRUE(config->env_override);
   EXPECT_FALSE(config->check_addr);
   EXPECT_FALSE(config->check_port);
-  EXPECT_EQ(config->default_mode, "torchrun");
+  EXPECT_EQ(config->default_mode, Mode::torchrun);
+  EXPECT_EQ(parse_config(std::vector<std::string_view>{"resolve_timeout=30"})->resolve_timeout,
+            30u);
   EXPECT_TRUE(config->socket_ifname);
   EXPECT_FALSE(config->omp_num_threads);
 }
@@ -101,7 +104,7 @@ TEST(Config, RejectsWithAMessageNamingTheCulprit) {
       {{"foo=1"},
        "unknown plugstack.conf argument \"foo\" (valid: port_range, addr, host_suffix, "
        "host_domain, networks, family, env_file, env_override, check_addr, check_port, "
-       "default_mode, socket_ifname, omp_num_threads)"},
+       "default_mode, socket_ifname, omp_num_threads, resolve_timeout)"},
       {{"port_rang=1-2"},
        "unknown plugstack.conf argument \"port_rang\" (did you mean \"port_range\"?"},
       {{"Family=ipv4"}, "(did you mean \"family\"?"},
@@ -131,6 +134,9 @@ TEST(Config, RejectsWithAMessageNamingTheCulprit) {
       {{"check_port="}, "check_port=\"\": valid"},
       {{"default_mode=mpi"}, "default_mode=\"mpi\": valid: tasks, torchrun"},
       {{"default_mode="}, "default_mode=\"\": valid: tasks, torchrun"},
+      {{"resolve_timeout=0"}, "resolve_timeout=\"0\": expected seconds from 1 to 300"},
+      {{"resolve_timeout=301"}, "resolve_timeout=\"301\": expected seconds from 1 to 300"},
+      {{"resolve_timeout=5s"}, "resolve_timeout=\"5s\": expected seconds from 1 to 300"},
       {{"socket_ifname=eth0"}, "plugstack.conf argument socket_ifname=\"eth0\": valid: auto, no"},
       {{"socket_ifname=yes"}, "socket_ifname=\"yes\": valid: auto, no"},
       {{"socket_ifname="}, "socket_ifname=\"\": valid: auto, no"},

@@ -14,23 +14,22 @@ constexpr PortRange k_window{20000, 30999};
 TEST(Mode, ParsesValuesAndDefault) {
   struct Case {
     std::string_view value;
-    std::string_view default_mode;
+    Mode default_mode;
     bool ok;
     Mode mode;
     std::string_view message;
   };
   const Case cases[] = {
-      {"", "tasks", true, Mode::tasks, ""},
-      {"", "torchrun", true, Mode::torchrun, ""},
-      {"", "", true, Mode::tasks, ""},
-      {"tasks", "torchrun", true, Mode::tasks, ""},
-      {"torchrun", "tasks", true, Mode::torchrun, ""},
-      {"foo", "tasks", false, Mode::tasks, "--ddp=foo: unknown mode (valid: tasks, torchrun)"},
-      {"Tasks", "tasks", false, Mode::tasks, "--ddp=Tasks: unknown mode (valid: tasks, torchrun)"},
-      {"", "mpi", false, Mode::tasks, "default_mode=mpi: unknown mode (valid: tasks, torchrun)"},
+      {"", Mode::tasks, true, Mode::tasks, ""},
+      {"", Mode::torchrun, true, Mode::torchrun, ""},
+      {"tasks", Mode::torchrun, true, Mode::tasks, ""},
+      {"torchrun", Mode::tasks, true, Mode::torchrun, ""},
+      {"foo", Mode::tasks, false, Mode::tasks, "--ddp=foo: unknown mode (valid: tasks, torchrun)"},
+      {"Tasks", Mode::tasks, false, Mode::tasks,
+       "--ddp=Tasks: unknown mode (valid: tasks, torchrun)"},
   };
   for (const auto& c : cases) {
-    SCOPED_TRACE(std::string(c.value) + "/" + std::string(c.default_mode));
+    SCOPED_TRACE(std::string(c.value) + "/" + std::string(mode_name(c.default_mode)));
     auto mode = parse_mode(c.value, c.default_mode);
     ASSERT_EQ(mode.has_value(), c.ok);
     if (c.ok)
@@ -58,14 +57,13 @@ TEST(HeadHost, IsTheFirstName) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.nodelist);
-    auto head = head_host(c.nodelist);
+    auto nodes = Hostlist::parse(c.nodelist);
     if (c.head.empty()) {
-      ASSERT_FALSE(head);
-      EXPECT_EQ(head.error().message.rfind("SLURM_STEP_NODELIST: bad hostlist", 0), 0u)
-          << head.error().message;
+      ASSERT_FALSE(nodes);
+      EXPECT_EQ(nodes.error().message.rfind("bad hostlist", 0), 0u) << nodes.error().message;
     } else {
-      ASSERT_TRUE(head) << head.error().message;
-      EXPECT_EQ(*head, c.head);
+      ASSERT_TRUE(nodes) << nodes.error().message;
+      EXPECT_EQ(nodes->at(0), c.head);
     }
   }
 }
@@ -84,28 +82,38 @@ NodeInputs inputs(Mode mode, std::string_view nodelist, std::string_view tasks_p
   return in;
 }
 
+// plan_step() on the node list of `in`, parsed as the plugin does, once.
+Result<StepPlan> plan_of(const NodeInputs& in, std::string_view master_addr) {
+  auto nodes = Hostlist::parse(in.step_nodelist);
+  if (!nodes) return fail("SLURM_STEP_NODELIST: " + nodes.error().message);
+  return plan_step(in, *nodes, master_addr, k_window);
+}
+
 TEST(PlanStep, ComputesThePlan) {
   auto in = inputs(Mode::tasks, "node[01-04]", "2(x3),1", 3, 7, 1);
-  auto plan = plan_step(in, "10.0.0.1", k_window);
+  auto plan = plan_of(in, "10.0.0.1");
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_EQ(plan->mode, Mode::tasks);
   EXPECT_EQ(plan->master_addr, "10.0.0.1");
-  EXPECT_EQ(plan->master_port, derive_port(4242, 3, 0, k_window));
+  EXPECT_EQ(plan->master_port, derive_port(4242, 3, k_window));
   EXPECT_EQ(plan->nnodes, 4u);
   EXPECT_EQ(plan->ntasks, 7u);
   EXPECT_EQ(plan->node_rank, 3u);
   EXPECT_EQ(plan->local_ntasks, 1u);
   EXPECT_EQ(plan->nproc_per_node, 1u);
+  EXPECT_EQ(plan->port_source, PortSource::derived);
+  EXPECT_EQ(plan->job_id, 4242u);
+  EXPECT_EQ(plan->step_id, 3u);
 }
 
 TEST(PlanStep, PortPrecedence) {
   auto in = inputs(Mode::tasks, "n[1-2]", "1(x2)", 0, 2, 1);
   in.reserved_ports = "12000-12001";
-  EXPECT_EQ(plan_step(in, "h", k_window)->master_port, 12000);
+  EXPECT_EQ(plan_of(in, "h")->master_port, 12000);
   in.user_port = "29500";
-  EXPECT_EQ(plan_step(in, "h", k_window)->master_port, 29500);
+  EXPECT_EQ(plan_of(in, "h")->master_port, 29500);
   in.user_port = "http";
-  auto plan = plan_step(in, "h", k_window);
+  auto plan = plan_of(in, "h");
   ASSERT_FALSE(plan);
   EXPECT_NE(plan.error().message.find("DDP_MASTER_PORT=\"http\""), std::string::npos);
 }
@@ -142,11 +150,11 @@ TEST(PlanStep, RejectsInconsistentSteps) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto plan = plan_step(c.in, "10.0.0.1", k_window);
+    auto plan = plan_of(c.in, "10.0.0.1");
     ASSERT_FALSE(plan);
     EXPECT_NE(plan.error().message.find(c.message), std::string::npos) << plan.error().message;
   }
-  auto plan = plan_step(inputs(Mode::tasks, "n1", "", 0, 1, 1), "", k_window);
+  auto plan = plan_of(inputs(Mode::tasks, "n1", "", 0, 1, 1), "");
   ASSERT_FALSE(plan);
   EXPECT_NE(plan.error().message.find("empty MASTER_ADDR"), std::string::npos);
 }
@@ -190,7 +198,7 @@ TEST(PlanStep, NprocPerNodeInTorchrunMode) {
     in.gpus_on_node = c.gpus;
     in.cuda_visible = c.cuda;
     in.gpus_detected = c.detected;
-    auto plan = plan_step(in, "gpu1", k_window);
+    auto plan = plan_of(in, "gpu1");
     if (c.nproc == 0) {
       ASSERT_FALSE(plan);
       EXPECT_NE(plan.error().message.find("DDP_NPROC_PER_NODE=\""), std::string::npos)

@@ -84,7 +84,7 @@ TEST(DerivePort, StaysInsideTheWindow) {
   for (const PortRange& w : windows) {
     for (std::uint32_t job = 0; job < 20000; job += 7) {
       for (std::uint32_t step : {0u, 1u, 99u, 0xfffffffau, 0xfffffffbu, 0xffffffffu}) {
-        const auto port = derive_port(job, step, 7, w);
+        const auto port = derive_port(job, step, w);
         ASSERT_TRUE(w.contains(port)) << job << "." << step << " -> " << port;
       }
     }
@@ -93,8 +93,8 @@ TEST(DerivePort, StaysInsideTheWindow) {
 
 TEST(DerivePort, IsDeterministic) {
   const PortRange w{20000, 30999};
-  EXPECT_EQ(derive_port(123456, 3, 1, w), derive_port(123456, 3, 1, w));
-  EXPECT_NE(derive_port(123456, 0, 0, w), derive_port(123457, 0, 0, w));
+  EXPECT_EQ(derive_port(123456, 3, w), derive_port(123456, 3, w));
+  EXPECT_NE(derive_port(123456, 0, w), derive_port(123457, 0, w));
 }
 
 TEST(DerivePort, SpreadsConsecutiveJobs) {
@@ -104,7 +104,7 @@ TEST(DerivePort, SpreadsConsecutiveJobs) {
   std::set<std::uint16_t> ports;
   std::vector<int> buckets(w.size() / 100 + 1);
   for (std::uint32_t job = 1'000'000; job < 1'010'000; ++job) {
-    const auto port = derive_port(job, 0, 0, w);
+    const auto port = derive_port(job, 0, w);
     ports.insert(port);
     ++buckets[(port - w.first) / 100];
   }
@@ -118,18 +118,10 @@ TEST(DerivePort, ConcurrentStepsOfAJobAreDistinct) {
   for (const PortRange& w : windows) {
     for (std::uint32_t job : {1u, 4242u, 0xffffffffu}) {
       std::set<std::uint16_t> ports;
-      for (std::uint32_t step = 0; step < 100; ++step) ports.insert(derive_port(job, step, 0, w));
+      for (std::uint32_t step = 0; step < 100; ++step) ports.insert(derive_port(job, step, w));
       EXPECT_EQ(ports.size(), 100u) << "job " << job << " window " << w.first;
     }
   }
-}
-
-TEST(DerivePort, HetComponentsAndStepsAreDistinct) {
-  const PortRange w{20000, 30999};
-  std::set<std::uint16_t> ports;
-  for (std::uint32_t step = 0; step < 10; ++step)
-    for (std::uint32_t het = 0; het < 8; ++het) ports.insert(derive_port(777, step, het, w));
-  EXPECT_EQ(ports.size(), 80u);
 }
 
 TEST(FirstReservedPort, TakesTheFirst) {
@@ -175,7 +167,7 @@ struct ChoiceCase {
 
 TEST(ChoosePort, UserThenReservedThenDerived) {
   const PortRange w{20000, 30999};
-  const auto derived = derive_port(55, 2, 1, w);
+  const auto derived = derive_port(55, 2, w);
   const ChoiceCase cases[] = {
       {std::nullopt, std::nullopt, true, 0, PortSource::derived, ""},
       {"", "", true, 0, PortSource::derived, ""},
@@ -193,7 +185,7 @@ TEST(ChoosePort, UserThenReservedThenDerived) {
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.user.value_or("<unset>")) + " / " +
                  std::string(c.reserved.value_or("<unset>")));
-    auto choice = choose_port(PortInputs{c.user, c.reserved, 55, 2, 1}, w);
+    auto choice = choose_port(PortInputs{c.user, c.reserved, 55, 2}, w);
     ASSERT_EQ(choice.has_value(), c.ok);
     if (!c.ok) {
       EXPECT_NE(choice.error().message.find(c.message), std::string::npos)

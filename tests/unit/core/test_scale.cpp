@@ -67,9 +67,9 @@ TEST(Scale, TenThousandNodesAgreeOnOneWorld) {
       in.local_ntasks = k_tasks_per_node;
       in.job_id = 918273;
       in.step_id = 0;
-      auto head = head_host(c.nodelist);
-      ASSERT_TRUE(head) << head.error().message;
-      auto plan = plan_step(in, *head, window);
+      auto nodes = Hostlist::parse(c.nodelist);  // each node parses its list once
+      ASSERT_TRUE(nodes) << nodes.error().message;
+      auto plan = plan_step(in, *nodes, nodes->at(0), window);
       ASSERT_TRUE(plan) << plan.error().message;
       for (std::uint32_t local = 0; local < k_tasks_per_node; ++local) {
         const std::uint32_t global = c.distribution == Distribution::block
@@ -96,7 +96,7 @@ TEST(Scale, TenThousandNodesAgreeOnOneWorld) {
       }
     }
     EXPECT_EQ(master_addr, "node00001");
-    EXPECT_EQ(master_port, std::to_string(derive_port(918273, 0, 0, window)));
+    EXPECT_EQ(master_port, std::to_string(derive_port(918273, 0, window)));
     for (std::uint32_t rank = 0; rank < k_world; ++rank)
       ASSERT_EQ(rank_seen[rank], 1) << "rank " << rank;
   }
@@ -116,9 +116,9 @@ TEST(Scale, TorchrunOnTenThousandNodes) {
     in.local_ntasks = 1;
     in.job_id = 5;
     in.gpus_on_node = "8";
-    auto head = head_host(nodelist);
-    ASSERT_TRUE(head);
-    auto plan = plan_step(in, *head, window);
+    auto nodes = Hostlist::parse(nodelist);
+    ASSERT_TRUE(nodes);
+    auto plan = plan_step(in, *nodes, nodes->at(0), window);
     ASSERT_TRUE(plan) << plan.error().message;
     const EnvList env = task_environment(*plan, TaskInputs{node, 0});
     ASSERT_EQ(value_of(env, "MASTER_ADDR"), "gpu00001");

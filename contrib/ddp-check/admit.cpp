@@ -1,0 +1,121 @@
+// Admission of hellos by rank 0: the step binding, the credential, the refusal messages.
+#include "admit.hpp"
+
+#include <string>
+
+namespace ddp::check {
+namespace {
+
+std::string step_text(std::string_view job, std::string_view step) {
+  if (job == "-") return "no Slurm job";
+  return "job " + std::string(job) + " step " + std::string(step);
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+// socket=PATH from one AuthInfo value ("socket=/run/munge/munge.socket.2,cred_expire=10").
+std::optional<std::string> socket_option(std::string_view value) {
+  while (!value.empty()) {
+    auto comma = value.find(',');
+    auto item = trim(value.substr(0, comma));
+    if (auto eq = item.find('=');
+        eq != std::string_view::npos && iequals(item.substr(0, eq), "socket"))
+      return std::string(trim(item.substr(eq + 1)));
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+StepBinding read_binding(const EnvLookup& env) {
+  auto value = [&env](std::string_view name) -> std::string {
+    auto v = env(name);
+    if (!v || v->empty()) return "-";
+    std::string out = v->substr(0, k_max_value);
+    for (char& c : out) {  // the token hello_body() makes of it
+      auto u = static_cast<unsigned char>(c);
+      if (u <= 0x20 || u >= 0x7f) c = '_';
+    }
+    return out;
+  };
+  StepBinding b;
+  b.job = value("SLURM_HET_JOB_ID");
+  if (b.job == "-") b.job = value("SLURM_JOB_ID");
+  b.step = value("SLURM_STEP_ID");
+  b.het = value("SLURM_HET_JOB_COMPONENT");
+  return b;
+}
+
+std::optional<std::string> binding_refusal(const Hello& hello, const StepBinding& own,
+                                           AuthMode mode) {
+  if (hello.job != own.job || hello.step != own.step) {
+    return "it belongs to " + step_text(hello.job, hello.step) + ", this check is " +
+           step_text(own.job, own.step);
+  }
+  if (hello.port != own.port) {
+    return "it was sent to MASTER_PORT " + std::to_string(hello.port) + ", this check listens on " +
+           std::to_string(own.port);
+  }
+  if (mode == AuthMode::munge && hello.auth != AuthMode::munge) {
+    return "it carries no MUNGE credential (its ddp-check runs with --auth=none), and this "
+           "check accepts only MUNGE-signed hellos";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> credential_refusal(const Result<Credential>& decoded,
+                                              std::string_view signed_part, std::uint32_t own_uid) {
+  if (!decoded) return "MUNGE refused its credential: " + decoded.error().message;
+  if (decoded->uid != own_uid) {
+    return "its credential is of uid " + std::to_string(decoded->uid) + ", this job runs as uid " +
+           std::to_string(own_uid);
+  }
+  if (decoded->payload != signed_part) {
+    return "its credential signs another hello (the line was altered or the credential copied)";
+  }
+  return std::nullopt;
+}
+
+std::string describe_refusal(std::string_view peer, const Hello* claimed, std::string_view why) {
+  std::string text = std::string(claimed ? "refused a hello from " : "refused a connection from ") +
+                     printable(peer, 64);
+  if (claimed) {
+    text += " (claims RANK " + std::to_string(claimed->rank) + " of " +
+            std::to_string(claimed->world_size) + " on " + claimed->host + ", pid " +
+            std::to_string(claimed->pid) + ")";
+  }
+  return text + ": " + printable(why);
+}
+
+std::optional<std::string> munge_socket_from_slurm_conf(std::string_view conf_text) {
+  std::optional<std::string> found;
+  while (!conf_text.empty()) {
+    auto newline = conf_text.find('\n');
+    auto line = trim(conf_text.substr(0, newline));
+    conf_text.remove_prefix(newline == std::string_view::npos ? conf_text.size() : newline + 1);
+    if (auto hash = line.find('#'); hash != std::string_view::npos)
+      line = trim(line.substr(0, hash));
+    auto eq = line.find('=');
+    if (eq == std::string_view::npos || !iequals(trim(line.substr(0, eq)), "AuthInfo")) continue;
+    if (auto socket = socket_option(trim(line.substr(eq + 1)))) found = socket;
+  }
+  return found;
+}
+
+}  // namespace ddp::check
