@@ -1,0 +1,41 @@
+// ddp-watch's command line, parsed without touching the process.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "result.hpp"
+
+namespace ddp::watch {
+
+// Exit status when the watcher ended a stalled step (as timeout(1) does).
+inline constexpr int k_exit_stall = 124;
+// Exit status for a bad command line.
+inline constexpr int k_exit_usage = 2;
+
+struct Options {
+  long timeout_s = 0;        // no progress for this long is a stall (required)
+  long grace_s = 20;         // time the tasks get to print their stacks before they are killed
+  std::string stacks;        // file for the full stacks; "" = ddp-watch-JOBID.stacks here
+  std::string heartbeat;     // optional file whose modification counts as progress
+  bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
+  bool help = false;
+  bool version = false;
+  std::vector<std::string> command;
+};
+
+// Parses "90" (seconds), "90s", "5m", "1h", "1h30m"; zero, negative or malformed is an error.
+Result<long> parse_duration(std::string_view text, std::string_view what);
+
+// Parses ddp-watch's arguments (without argv[0]); the command follows "--" or the first
+// argument that is not an option.
+Result<Options> parse_options(const std::vector<std::string>& args);
+
+// Whether the command starts torchrun (its tasks are per-node launchers, not ranks).
+bool launches_torchrun(const std::vector<std::string>& command);
+
+// The usage text.
+std::string usage();
+
+}  // namespace ddp::watch

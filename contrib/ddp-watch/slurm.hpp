@@ -1,0 +1,32 @@
+// The few Slurm commands ddp-watch runs, and spawning the watched command.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace ddp::watch {
+
+// Runs argv (PATH lookup) and returns its standard output; "" when it cannot run or fails.
+std::string capture(const std::vector<std::string>& argv);
+
+// The job's running steps ("12.0", "12.3"), without the batch and extern steps; empty outside
+// a job or without squeue.
+std::vector<std::string> running_steps(const std::string& job_id);
+
+// Sends `signal` (a name such as "ABRT", "KILL") to every task of `step` with scancel.
+// Returns whether scancel succeeded.
+bool signal_step(const std::string& step, const std::string& signal);
+
+struct Child {
+  pid_t pid = -1;
+  int out = -1;  // read ends of its stdout and stderr
+  int err = -1;
+};
+
+// Starts `command` in a process group of its own, stdout and stderr piped back, with `env`
+// ("NAME=value") added to this process's environment. pid -1 when it could not start.
+Child spawn(const std::vector<std::string>& command, const std::vector<std::string>& env);
+
+}  // namespace ddp::watch
