@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "dump_node.hpp"
 #include "options.hpp"
 #include "supervise.hpp"
 
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", options.error().message.c_str());
     return ddp::watch::k_exit_usage;
   }
+  if (!options->dump_step.empty()) return ddp::watch::dump_step_here(options->dump_step);
   if (options->help) {
     std::fputs(ddp::watch::usage().c_str(), stdout);
     return 0;

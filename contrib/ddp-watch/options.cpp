@@ -69,13 +69,17 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       o.version = true;
     else if (a == "--keep-labels")
       o.keep_labels = true;
-    else if (is(a, "--timeout") || is(a, "--grace")) {
+    else if (is(a, "--timeout") || is(a, "--grace") || is(a, "--startup")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
       if (!text) return std::unexpected(text.error());
       auto seconds = parse_duration(*text, name);
       if (!seconds) return std::unexpected(seconds.error());
-      (name == "--timeout" ? o.timeout_s : o.grace_s) = *seconds;
+      (name == "--timeout" ? o.timeout_s : name == "--grace" ? o.grace_s : o.startup_s) = *seconds;
+    } else if (is(a, "--dump-step")) {
+      auto text = value_of(args, i, "--dump-step");
+      if (!text) return std::unexpected(text.error());
+      o.dump_step = *text;
     } else if (is(a, "--stacks") || is(a, "--heartbeat")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
@@ -87,8 +91,9 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     }
   }
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (o.help || o.version) return o;
+  if (o.help || o.version || !o.dump_step.empty()) return o;
   if (o.timeout_s == 0) return fail("ddp-watch: --timeout is required (for example --timeout 10m)");
+  if (o.startup_s == 0) o.startup_s = o.timeout_s;
   if (o.command.empty()) {
     return fail("ddp-watch: no command to watch (ddp-watch --timeout 10m -- srun python train.py)");
   }
@@ -122,6 +127,8 @@ Otherwise ddp-watch exits with COMMAND's status.
 
 options:
   --timeout DURATION   no progress for this long is a stall: 90, 90s, 5m, 1h, 1h30m (required)
+  --startup DURATION   allowance before the first output or heartbeat (default: the timeout);
+                       Python imports and data loading may print nothing for minutes
   --grace DURATION     time the tasks get to print their stacks before they are killed (20s)
   --stacks FILE        file for the full stacks (default ddp-watch-JOBID.stacks)
   --heartbeat FILE     a file the program touches; its path is exported as DDP_HEARTBEAT_FILE

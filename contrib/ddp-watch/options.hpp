@@ -16,10 +16,12 @@ inline constexpr int k_exit_usage = 2;
 
 struct Options {
   long timeout_s = 0;        // no progress for this long is a stall (required)
+  long startup_s = 0;        // allowance before the first sign of progress; 0 = timeout_s
   long grace_s = 20;         // time the tasks get to print their stacks before they are killed
   std::string stacks;        // file for the full stacks; "" = ddp-watch-JOBID.stacks here
   std::string heartbeat;     // optional file whose modification counts as progress
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
+  std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   bool help = false;
   bool version = false;
   std::vector<std::string> command;

@@ -1,6 +1,7 @@
 #include "report.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "verdict.hpp"
@@ -8,8 +9,9 @@
 namespace ddp::watch {
 namespace {
 
-Layout layout_of(const CrashFacts& facts) {
+Layout layout_of(const CrashFacts& facts, const std::vector<StepProcess>& notices) {
   Layout layout;
+  for (const StepProcess& n : notices) layout.ranks_of_task[n.task].push_back(n.rank);
   layout.task_is_rank = facts.task_is_rank;
   for (const TaskEnd& end : facts.ends) {
     for (int task : end.tasks) layout.node_of_task[task] = end.node;
@@ -37,16 +39,17 @@ std::string stacks_text(const std::vector<Dump>& dumps, const std::vector<Proces
 }  // namespace
 
 StallReport stall_report(const std::vector<Line>& captured, const CrashFacts& facts,
-                         const std::vector<int>& tasks) {
+                         const std::vector<int>& tasks, const std::vector<StepProcess>& notices) {
   std::vector<Dump> dumps = parse_dumps(captured);
   // Order by task so the stacks file reads rank by rank; a task's own dumps keep their order.
   std::stable_sort(dumps.begin(), dumps.end(),
                    [](const Dump& a, const Dump& b) { return a.task < b.task; });
-  Layout layout = layout_of(facts);
+  Layout layout = layout_of(facts, notices);
   std::vector<Process> processes;
   std::set<int> dumped;
+  std::map<int, std::size_t> seen;  // dumps of each task so far
   for (const Dump& d : dumps) {
-    processes.push_back(classify(d, layout));
+    processes.push_back(classify(d, layout, seen[d.task]++));
     dumped.insert(d.task);
   }
   std::set<int> known(tasks.begin(), tasks.end());

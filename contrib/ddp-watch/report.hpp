@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "crash.hpp"
+#include "dump_plan.hpp"
 #include "output.hpp"
 
 namespace ddp::watch {
@@ -16,8 +17,10 @@ struct StallReport {
 };
 
 // `captured`: the step's lines since the stacks were asked for; `facts`: srun's task endings
-// (they give each task's node); `tasks`: every task id seen in the step's output.
+// (they give each task's node); `tasks`: every task id seen in the step's output; `notices`:
+// the stack helper's record of which process it signalled when (torchrun).
 StallReport stall_report(const std::vector<Line>& captured, const CrashFacts& facts,
-                         const std::vector<int>& tasks);
+                         const std::vector<int>& tasks,
+                         const std::vector<StepProcess>& notices = {});
 
 }  // namespace ddp::watch

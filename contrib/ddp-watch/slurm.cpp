@@ -50,18 +50,25 @@ std::string capture(const std::vector<std::string>& argv) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? out : "";
 }
 
-std::vector<std::string> running_steps(const std::string& job_id) {
-  std::vector<std::string> steps;
+std::vector<Step> running_steps(const std::string& job_id) {
+  std::vector<Step> steps;
   if (job_id.empty()) return steps;
   std::istringstream in(
-      capture({"squeue", "--noheader", "--steps", "--jobs=" + job_id, "--format=%i"}));
-  for (std::string step; in >> step;) {
+      capture({"squeue", "--noheader", "--steps", "--jobs=" + job_id, "--format=%i %N"}));
+  for (Step s; in >> s.id >> s.nodes;) {
     // The batch shell (this process's own) and the extern step are not the program.
-    if (step.ends_with(".batch") || step.ends_with(".extern") || step.ends_with(".interactive"))
+    if (s.id.ends_with(".batch") || s.id.ends_with(".extern") || s.id.ends_with(".interactive")) {
       continue;
-    steps.push_back(step);
+    }
+    steps.push_back(s);
   }
   return steps;
+}
+
+std::string self_path() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "ddp-watch";
 }
 
 bool signal_step(const std::string& step, const std::string& signal) {

@@ -11,9 +11,14 @@ namespace ddp::watch {
 // Runs argv (PATH lookup) and returns its standard output; "" when it cannot run or fails.
 std::string capture(const std::vector<std::string>& argv);
 
-// The job's running steps ("12.0", "12.3"), without the batch and extern steps; empty outside
-// a job or without squeue.
-std::vector<std::string> running_steps(const std::string& job_id);
+struct Step {
+  std::string id;     // "12.0"
+  std::string nodes;  // its hostlist, "node[01-03]"
+};
+
+// The job's running steps, without the batch and extern steps; empty outside a job or
+// without squeue.
+std::vector<Step> running_steps(const std::string& job_id);
 
 // Sends `signal` (a name such as "ABRT", "KILL") to every task of `step` with scancel.
 // Returns whether scancel succeeded.
@@ -24,6 +29,9 @@ struct Child {
   int out = -1;  // read ends of its stdout and stderr
   int err = -1;
 };
+
+// This program's own path, for running it as a helper step.
+std::string self_path();
 
 // Starts `command` in a process group of its own, stdout and stderr piped back, with `env`
 // ("NAME=value") added to this process's environment. pid -1 when it could not start.

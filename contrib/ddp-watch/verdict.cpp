@@ -87,10 +87,14 @@ bool is_library_file(const std::string& file) {
          contains(file, "/site-packages/") || contains(file, "/dist-packages/");
 }
 
-Process classify(const Dump& dump, const Layout& layout) {
+Process classify(const Dump& dump, const Layout& layout, std::size_t index) {
   Process p;
   p.task = dump.task;
   p.rank = layout.task_is_rank ? dump.task : -1;
+  if (auto it = layout.ranks_of_task.find(dump.task);
+      !layout.task_is_rank && it != layout.ranks_of_task.end() && index < it->second.size()) {
+    p.rank = it->second[index];
+  }
   if (auto it = layout.node_of_task.find(dump.task); it != layout.node_of_task.end()) {
     p.node = it->second;
   }

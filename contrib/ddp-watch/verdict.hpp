@@ -30,13 +30,15 @@ struct Process {
 struct Layout {
   std::map<int, std::string> node_of_task;
   bool task_is_rank = true;  // srun tasks; false under torchrun (a task is a node's agent)
+  // Under torchrun: the ranks of a task's processes in the order they printed their stacks.
+  std::map<int, std::vector<int>> ranks_of_task;
 };
 
 // Whether `file` is Python's or an installed package's rather than the program's own.
 bool is_library_file(const std::string& file);
 
-// Classifies one dump.
-Process classify(const Dump& dump, const Layout& layout);
+// Classifies one dump, the index-th of its task.
+Process classify(const Dump& dump, const Layout& layout, std::size_t index = 0);
 
 // Returns the one-line verdict, e.g. "rank 4 on node03 at train.py:57 in load_batch; ranks
 // 0-3,5 wait in all_reduce at train.py:80". `silent` are ranks (or tasks) that printed no

@@ -74,7 +74,7 @@ TEST(WatchVerdict, ClassifiesByTheStack) {
     Dump d;
     d.task = 2;
     d.threads.push_back(Thread{true, c.frames});
-    Process p = classify(d, Layout{{{2, "node02"}}, true});
+    Process p = classify(d, Layout{{{2, "node02"}}, true, {}});
     EXPECT_EQ(p.state, c.state) << c.where;
     EXPECT_EQ(p.collective, c.collective);
     EXPECT_EQ(p.where.file, c.where);
@@ -114,4 +114,26 @@ TEST(WatchVerdict, TorchrunWorkersAreCountedPerNode) {
   EXPECT_EQ(r.verdict,
             "every rank waits in the same place, 2 processes on node01 wait in all_reduce at "
             "train.py:12 in <module>: no rank is elsewhere (suspect the network or a device)");
+}
+
+// Under torchrun the helper's notices say which rank printed which of a task's dumps.
+TEST(WatchVerdict, TorchrunRanksFromTheHelper) {
+  std::string stuck =
+      "1: Fatal Python error: Aborted\n1: \n1: Current thread 0x1 (most recent call first):\n"
+      "1:   File \"/work/train.py\", line 8 in load_batch\n"
+      "1:   File \"/work/train.py\", line 11 in <module>\n1: \n";
+  std::string agent =
+      "1: Fatal Python error: Aborted\n1: \n1: Current thread 0x2 (most recent call first):\n"
+      "1:   File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py\", "
+      "line 850 in _invoke_run\n1:   File \"/usr/bin/torchrun\", line 33 in <module>\n1: \n";
+  std::string out = fixtures::waiting(1) + stuck + agent;
+  std::vector<StepProcess> notices = {{10, 0, 1, 2}, {11, 0, 1, 3}, {9, 0, 1, -1}};
+  CrashReader reader;
+  reader.set_task_is_rank(false);
+  reader.add(split_label("srun: error: node02: task 1: Aborted"));
+  StallReport r = stall_report(fixtures::lines(out), reader.facts(), {1}, notices);
+  EXPECT_EQ(r.verdict,
+            "rank 3 on node02 at train.py:8 in load_batch; rank 2 on node02 wait in all_reduce at "
+            "train.py:12 in <module>");
+  EXPECT_NE(r.stacks.find("=== task 1, node node02, launcher ==="), std::string::npos);
 }
