@@ -46,15 +46,21 @@ std::optional<std::pair<char, pid_t>> stat_of(pid_t pid) {
   return std::make_pair(stat[close + 2], static_cast<pid_t>(std::atoi(stat.c_str() + close + 4)));
 }
 
+// This node's processes of the step. SLURMD_NODENAME tells nodes apart where several share
+// one process table (nodes emulated in namespaces, as in the test cluster).
 std::vector<StepProcess> find_step(const std::string& job, const std::string& step) {
   std::vector<StepProcess> out;
+  const char* node = std::getenv("SLURMD_NODENAME");
   DIR* dir = opendir("/proc");
   if (dir == nullptr) return out;
   while (dirent* e = readdir(dir)) {
     pid_t pid = std::atoi(e->d_name);
     if (pid <= 0 || pid == getpid()) continue;
     std::string env = slurp("/proc/" + std::to_string(pid) + "/environ");
-    if (env_value(env, "SLURM_JOB_ID") != job || env_value(env, "SLURM_STEP_ID") != step) continue;
+    if (env_value(env, "SLURM_JOB_ID") != job || env_value(env, "SLURM_STEP_ID") != step ||
+        (node != nullptr && env_value(env, "SLURMD_NODENAME") != node)) {
+      continue;
+    }
     auto st = stat_of(pid);
     if (!st || st->first == 'Z') continue;
     std::string task = env_value(env, "SLURM_PROCID"), rank = env_value(env, "RANK");
@@ -84,11 +90,11 @@ int dump_step_here(const std::string& step) {
   }
   DumpPlan plan = plan_dump(find_step(step.substr(0, dot), step.substr(dot + 1)));
   for (const StepProcess& p : plan.stop) kill(p.pid, SIGSTOP);
-  int status = 0;
+  int status = 1;  // until a process took the signal
   for (const StepProcess& p : plan.dump) {
     std::printf("%s\n", dump_notice(p).c_str());
     std::fflush(stdout);
-    if (kill(p.pid, SIGABRT) != 0) status = 1;
+    if (kill(p.pid, SIGABRT) == 0) status = 0;
     kill(p.pid, SIGCONT);
     wait_gone(p.pid);
   }

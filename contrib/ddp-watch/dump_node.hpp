@@ -6,7 +6,7 @@
 
 namespace ddp::watch {
 
-// Returns the exit status: 0 when every process found was signalled, 1 otherwise.
+// Returns the exit status: 0 when a process of the step was signalled, 1 when none was.
 int dump_step_here(const std::string& step);
 
 }  // namespace ddp::watch

@@ -145,7 +145,9 @@ std::string join_groups(const Groups& groups, std::string_view between) {
   std::string out;
   for (const auto& [place, members] : groups) {
     if (!out.empty()) out += between;
-    out += who(members) + place;
+    // One rank "waits", several "wait".
+    bool one = members.size() == 1 && place.starts_with(" wait in ");
+    out += who(members) + (one ? " waits in " + place.substr(9) : place);
   }
   return out;
 }

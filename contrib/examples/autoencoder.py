@@ -128,6 +128,23 @@ def load_checkpoint(path: str):
     return torch.load(path, map_location="cpu")
 
 
+class Heartbeat:
+    """Touches $DDP_HEARTBEAT_FILE, when set (ddp-watch --heartbeat exports it), at most once a
+    second: progress that ddp-watch sees even when nothing is printed for a long while. One
+    rank is enough: in synchronous training a stuck rank soon stops every other."""
+
+    def __init__(self, enabled: bool):
+        self.path = os.environ.get("DDP_HEARTBEAT_FILE", "") if enabled else ""
+        self.last = 0.0
+
+    def beat(self) -> None:
+        now = time.monotonic()
+        if self.path and now - self.last >= 1.0:
+            with open(self.path, "a"):
+                os.utime(self.path)
+            self.last = now
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--epochs", type=int, default=5, help="epochs in total (default 5)")
@@ -192,6 +209,7 @@ def main(argv=None) -> int:
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=1)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
     criterion = nn.MSELoss()
+    heartbeat = Heartbeat(rank == 0)
 
     for epoch in range(first_epoch, args.epochs):
         started = time.monotonic()
@@ -205,6 +223,7 @@ def main(argv=None) -> int:
             optimizer.step()
             total[0] += loss.item() * features.shape[0]
             total[1] += features.shape[0]
+            heartbeat.beat()
         if args.epoch_sleep > 0:
             time.sleep(args.epoch_sleep)
         dist.all_reduce(total)  # the epoch's mean loss over every sample of every rank

@@ -133,7 +133,7 @@ TEST(WatchVerdict, TorchrunRanksFromTheHelper) {
   reader.add(split_label("srun: error: node02: task 1: Aborted"));
   StallReport r = stall_report(fixtures::lines(out), reader.facts(), {1}, notices);
   EXPECT_EQ(r.verdict,
-            "rank 3 on node02 at train.py:8 in load_batch; rank 2 on node02 wait in all_reduce at "
+            "rank 3 on node02 at train.py:8 in load_batch; rank 2 on node02 waits in all_reduce at "
             "train.py:12 in <module>");
   EXPECT_NE(r.stacks.find("=== task 1, node node02, launcher ==="), std::string::npos);
 }
