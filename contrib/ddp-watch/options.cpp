@@ -100,6 +100,12 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
   return o;
 }
 
+bool is_srun(const std::vector<std::string>& command) {
+  if (command.empty()) return false;
+  std::string_view w = command.front();
+  return w == "srun" || w.ends_with("/srun");
+}
+
 bool launches_torchrun(const std::vector<std::string>& command) {
   for (std::size_t i = 0; i < command.size(); ++i) {
     std::string_view w = command[i];
@@ -132,7 +138,8 @@ options:
   --grace DURATION     time the tasks get to print their stacks before they are killed (20s)
   --stacks FILE        file for the full stacks (default ddp-watch-JOBID.stacks)
   --heartbeat FILE     a file the program touches; its path is exported as DDP_HEARTBEAT_FILE
-  --keep-labels        keep srun's "N: " task labels in the forwarded output
+  --keep-labels        keep srun's "N: " task labels in the forwarded output (COMMAND must
+                       be srun itself for its output to be labelled and attributed to ranks)
   -h, --help           this text
   --version            the version
 )";

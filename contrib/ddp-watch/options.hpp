@@ -37,6 +37,9 @@ Result<Options> parse_options(const std::vector<std::string>& args);
 // Whether the command starts torchrun (its tasks are per-node launchers, not ranks).
 bool launches_torchrun(const std::vector<std::string>& command);
 
+// Whether the command is srun itself (whose --label output ddp-watch reads and removes).
+bool is_srun(const std::vector<std::string>& command);
+
 // The usage text.
 std::string usage();
 

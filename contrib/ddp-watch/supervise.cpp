@@ -53,7 +53,8 @@ std::string env_or(const char* name, std::string fallback) {
 class Watch {
  public:
   explicit Watch(const Options& o) : o_(o), job_(env_or("SLURM_JOB_ID", "")) {
-    labels_ = std::getenv("SLURM_LABELIO") == nullptr || o.keep_labels;
+    // Only srun's output is labelled: another command's "12: loss" is its own text.
+    labels_ = is_srun(o.command);
     keep_labels_ = std::getenv("SLURM_LABELIO") != nullptr || o.keep_labels;
     torchrun_ = launches_torchrun(o.command);
     reader_.set_task_is_rank(!torchrun_);
@@ -255,9 +256,12 @@ int Watch::report(int status) {
         stall_report(captured_, reader_.facts(), {tasks_.begin(), tasks_.end()}, notices_);
     std::string path =
         o_.stacks.empty() ? "ddp-watch-" + env_or("SLURM_JOB_ID", "local") + ".stacks" : o_.stacks;
-    std::ofstream(path) << r.stacks;
+    std::ofstream file(path);
+    file << r.stacks;
+    file.close();
     say("verdict: " + r.verdict);
-    say("stacks of " + std::to_string(r.dumps) + " process(es): " + path);
+    say("stacks of " + std::to_string(r.dumps) + " process(es): " + path +
+        (file ? "" : " (could not be written: check --stacks and the directory's permissions)"));
     return k_exit_stall;
   }
   if (code != 0) {

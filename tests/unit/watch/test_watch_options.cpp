@@ -63,3 +63,11 @@ TEST(WatchOptions, RecognisesTorchrun) {
   EXPECT_FALSE(launches_torchrun({"srun", "--ddp", "python3", "train.py"}));
   EXPECT_FALSE(launches_torchrun({"srun", "--ddp=torchrun", "python3", "t.py"}));
 }
+
+TEST(WatchOptions, RecognisesSrun) {
+  EXPECT_TRUE(is_srun({"srun", "python3"}));
+  EXPECT_TRUE(is_srun({"/usr/bin/srun"}));
+  EXPECT_FALSE(is_srun({"torchrun", "t.py"}));
+  EXPECT_FALSE(is_srun({"mysrun"}));
+  EXPECT_FALSE(is_srun({}));
+}
