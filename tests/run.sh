@@ -13,7 +13,8 @@ if [[ "${DDP_SKIP_DEPS:-0}" != 1 ]]; then
 fi
 
 echo "== build (warnings are errors)"
-cmake -S "$root" -B "$root/build" -DDDP_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S "$root" -B "$root/build" -DDDP_WERROR=ON -DDDP_BUILD_BENCHMARKS=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$root/build" -j"$jobs"
 
 echo "== ctest: unit, golden and real-cluster tests"

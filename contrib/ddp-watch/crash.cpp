@@ -6,8 +6,12 @@
 #include <set>
 #include <utility>
 
+#include "text.hpp"
+
 namespace ddp::watch {
 namespace {
+
+using ddp::text::trim;
 
 struct SignalWords {
   int number;
@@ -36,12 +40,6 @@ std::optional<int> parse_int(std::string_view s) {
   if (ec != std::errc{} || s.empty()) return std::nullopt;
   (void)end;
   return value;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
 }
 
 // Lines with which srun or slurmstepd announce that they end the whole step: what dies after

@@ -1,13 +1,19 @@
 #include "options.hpp"
 
+#include <array>
 #include <charconv>
+
+#include "seconds.hpp"
+#include "text.hpp"
 
 namespace ddp::watch {
 namespace {
 
-std::string quoted(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
-}
+using ddp::text::quote;
+
+constexpr std::array<std::string_view, 9> k_options = {
+    "--requeue-stalled", "--timeout",     "--startup", "--grace",  "--stacks",
+    "--heartbeat",       "--keep-labels", "--help",    "--version"};
 
 // Reads the value of an option given as "--name=value" or "--name value".
 Result<std::string> value_of(const std::vector<std::string>& args, std::size_t& i,
@@ -24,34 +30,6 @@ bool is(const std::string& arg, std::string_view name) {
 }
 
 }  // namespace
-
-Result<long> parse_duration(std::string_view text, std::string_view what) {
-  const std::string original(text);
-  auto bad = [&] {
-    return fail("ddp-watch: " + std::string(what) + "=" + quoted(original) +
-                ": expected a duration such as 90, 90s, 5m, 1h or 1h30m");
-  };
-  if (text.empty()) return bad();
-  long total = 0;
-  while (!text.empty()) {
-    long value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end == text.data() || value < 0 || value > 10'000'000) return bad();
-    text.remove_prefix(static_cast<std::size_t>(end - text.data()));
-    long unit = 1;
-    if (!text.empty()) {
-      char u = text.front();
-      unit = u == 's' ? 1 : u == 'm' ? 60 : u == 'h' ? 3600 : u == 'd' ? 86400 : 0;
-      if (unit == 0) return bad();
-      text.remove_prefix(1);
-    } else if (total != 0) {
-      return bad();  // "1h30": a unit is needed after the first number
-    }
-    total += value * unit;
-  }
-  if (total <= 0) return bad();
-  return total;
-}
 
 Result<Options> parse_options(const std::vector<std::string>& args) {
   Options o;
@@ -73,9 +51,15 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
       if (!text) return std::unexpected(text.error());
-      auto seconds = parse_duration(*text, name);
-      if (!seconds) return std::unexpected(seconds.error());
+      auto seconds = parse_seconds(*text, name);
+      if (!seconds) return fail("ddp-watch: " + seconds.error().message);
       (name == "--timeout" ? o.timeout_s : name == "--grace" ? o.grace_s : o.startup_s) = *seconds;
+    } else if (is(a, "--requeue-stalled")) {
+      auto text = value_of(args, i, "--requeue-stalled");
+      if (!text) return std::unexpected(text.error());
+      auto max = ddp::text::parse_unsigned(*text, 0, 1000, "--requeue-stalled");
+      if (!max) return fail("ddp-watch: " + max.error().message);
+      o.requeue_max = static_cast<long>(*max);
     } else if (is(a, "--dump-step")) {
       auto text = value_of(args, i, "--dump-step");
       if (!text) return std::unexpected(text.error());
@@ -87,7 +71,9 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       if (text->empty()) return fail("ddp-watch: " + name + " needs a file name");
       (name == "--stacks" ? o.stacks : o.heartbeat) = *text;
     } else {
-      return fail("ddp-watch: unknown option " + quoted(a) + " (see ddp-watch --help)");
+      std::string near = ddp::text::did_you_mean(a.substr(0, a.find('=')), k_options);
+      return fail("ddp-watch: unknown option " + quote(a) +
+                  (near.empty() ? "" : " (did you mean " + near + "?)") + "; see ddp-watch --help");
     }
   }
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
@@ -98,6 +84,23 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     return fail("ddp-watch: no command to watch (ddp-watch --timeout 10m -- srun python train.py)");
   }
   return o;
+}
+
+RequeueDecision decide_requeue(const std::string& job_id, const std::string& restart_count,
+                               long max) {
+  if (job_id.empty()) return {false, "not requeued: not inside a Slurm job"};
+  auto restarts = ddp::text::parse_uint<unsigned long>(restart_count.empty() ? "0" : restart_count);
+  if (!restarts) {
+    return {false,
+            "not requeued: SLURM_RESTART_COUNT=" + quote(restart_count) + " is not a number"};
+  }
+  const std::string cap = " (--requeue-stalled " + std::to_string(max) + ")";
+  if (static_cast<long>(*restarts) >= max) {
+    return {false, "not requeued: job " + job_id + " has been restarted " +
+                       std::to_string(*restarts) + " time(s), the cap" + cap};
+  }
+  return {true, "requeueing job " + job_id + ": restart " + std::to_string(*restarts + 1) +
+                    " of at most " + std::to_string(max)};
 }
 
 bool is_srun(const std::vector<std::string>& command) {
@@ -138,6 +141,8 @@ options:
   --grace DURATION     time the tasks get to print their stacks before they are killed (20s)
   --stacks FILE        file for the full stacks (default ddp-watch-JOBID.stacks)
   --heartbeat FILE     a file the program touches; its path is exported as DDP_HEARTBEAT_FILE
+  --requeue-stalled MAX  after a stall, requeue the job (scontrol requeue) while
+                       SLURM_RESTART_COUNT is below MAX; the exit status stays 124
   --keep-labels        keep srun's "N: " task labels in the forwarded output (COMMAND must
                        be srun itself for its output to be labelled and attributed to ranks)
   -h, --help           this text

@@ -20,6 +20,7 @@ struct Options {
   long grace_s = 20;         // time the tasks get to print their stacks before they are killed
   std::string stacks;        // file for the full stacks; "" = ddp-watch-JOBID.stacks here
   std::string heartbeat;     // optional file whose modification counts as progress
+  long requeue_max = -1;     // after a stall, requeue while SLURM_RESTART_COUNT is below; -1 never
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   bool help = false;
@@ -27,15 +28,20 @@ struct Options {
   std::vector<std::string> command;
 };
 
-// Parses "90" (seconds), "90s", "5m", "1h", "1h30m"; zero, negative or malformed is an error.
-Result<long> parse_duration(std::string_view text, std::string_view what);
-
 // Parses ddp-watch's arguments (without argv[0]); the command follows "--" or the first
 // argument that is not an option.
 Result<Options> parse_options(const std::vector<std::string>& args);
 
 // Whether the command starts torchrun (its tasks are per-node launchers, not ranks).
 bool launches_torchrun(const std::vector<std::string>& command);
+
+// What to do after a stall with --requeue-stalled MAX: requeue, or why not (the message).
+struct RequeueDecision {
+  bool requeue = false;
+  std::string message;
+};
+RequeueDecision decide_requeue(const std::string& job_id, const std::string& restart_count,
+                               long max);
 
 // Whether the command is srun itself (whose --label output ddp-watch reads and removes).
 bool is_srun(const std::vector<std::string>& command);

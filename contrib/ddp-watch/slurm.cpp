@@ -71,17 +71,22 @@ std::string self_path() {
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "ddp-watch";
 }
 
-bool signal_step(const std::string& step, const std::string& signal) {
-  int status = 0;
+bool run_command(const std::vector<std::string>& argv) {
   pid_t pid = fork();
   if (pid < 0) return false;
   if (pid == 0) {
-    execlp("scancel", "scancel", ("--signal=" + signal).c_str(), step.c_str(), nullptr);
+    auto args = c_argv(argv);
+    execvp(args[0], args.data());
     _exit(127);
   }
+  int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool signal_step(const std::string& step, const std::string& signal) {
+  return run_command({"scancel", "--signal=" + signal, step});
 }
 
 Child spawn(const std::vector<std::string>& command, const std::vector<std::string>& env) {

@@ -20,6 +20,9 @@ struct Step {
 // without squeue.
 std::vector<Step> running_steps(const std::string& job_id);
 
+// Runs argv (PATH lookup), its output going where this process's goes; whether it exited 0.
+bool run_command(const std::vector<std::string>& argv);
+
 // Sends `signal` (a name such as "ABRT", "KILL") to every task of `step` with scancel.
 // Returns whether scancel succeeded.
 bool signal_step(const std::string& step, const std::string& signal);

@@ -72,6 +72,7 @@ class Watch {
   void stall();
   void finish_stall();
   int report(int status);
+  void requeue();
 
   const Options& o_;
   std::string job_;
@@ -249,6 +250,15 @@ int Watch::run() {
   return report(status);
 }
 
+// Puts the job back in the queue within the restart cap; Slurm then ends this run.
+void Watch::requeue() {
+  RequeueDecision d = decide_requeue(job_, env_or("SLURM_RESTART_COUNT", ""), o_.requeue_max);
+  say(d.message);
+  if (d.requeue && !run_command({"scontrol", "requeue", job_})) {
+    say("scontrol requeue " + job_ + " failed: the job ends here (is it requeueable?)");
+  }
+}
+
 int Watch::report(int status) {
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (stalled_) {
@@ -262,6 +272,7 @@ int Watch::report(int status) {
     say("verdict: " + r.verdict);
     say("stacks of " + std::to_string(r.dumps) + " process(es): " + path +
         (file ? "" : " (could not be written: check --stacks and the directory's permissions)"));
+    if (o_.requeue_max >= 0) requeue();
     return k_exit_stall;
   }
   if (code != 0) {

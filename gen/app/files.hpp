@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "../core/error.hpp"
+#include "../core/model.hpp"  // ddpgen::Result, the project's ddp::Result
 
 namespace ddpgen::app {
 

@@ -17,14 +17,11 @@ using namespace ddpgen;
 
 constexpr const char* k_template = "sbatch.sh.mustache";
 
-// The one error type above the core; main() prints it as "ddpgen: error: ...".
-struct GenError : std::runtime_error {
-  explicit GenError(const Error& e) : std::runtime_error(e.to_string()) {}
-};
-
+// Above the core a failure ends the run: it is thrown as the ddp::Error it is and main()
+// prints it once as "ddpgen: error: FILE:LINE:COL: ...".
 template <typename T>
 T unwrap(Result<T> result) {
-  if (!result) throw GenError(result.error());
+  if (!result) throw result.error();
   if constexpr (!std::is_void_v<T>) return std::move(*result);
 }
 
@@ -137,8 +134,8 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
-  } catch (const GenError& e) {
-    std::cerr << "ddpgen: error: " << e.what() << "\n";
+  } catch (const Error& e) {
+    std::cerr << "ddpgen: error: " << e.to_string() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "ddpgen: error: internal: " << e.what() << "\n";
   }

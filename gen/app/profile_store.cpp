@@ -27,8 +27,7 @@ Result<Profile> load_chain(const ProfileFile& file, const std::vector<std::strin
   Profile base;
   if (!doc->extends.empty()) {
     if (depth >= k_max_extends_depth)
-      return std::unexpected(
-          Error{{file.path, 1, 1}, "\"extends\" nests more than 8 deep (a cycle?)"});
+      return ddp::fail({file.path, 1, 1}, "\"extends\" nests more than 8 deep (a cycle?)");
     // A base named without a path is looked for next to this profile first.
     std::vector<std::string> search = dirs;
     search.insert(search.begin(), fs::path(file.path).parent_path().string());
@@ -37,7 +36,7 @@ Result<Profile> load_chain(const ProfileFile& file, const std::vector<std::strin
       target = (fs::path(file.path).parent_path() / target).string();
     auto parent_file = find_profile(target, search);
     if (!parent_file)
-      return std::unexpected(Error{{file.path, 1, 1}, "extends: " + parent_file.error().message});
+      return ddp::fail({file.path, 1, 1}, "extends: " + parent_file.error().message);
     auto parent = load_chain(*parent_file, dirs, chain, depth + 1);
     if (!parent) return parent;
     base = *parent;
@@ -52,8 +51,7 @@ Result<Profile> load_chain(const ProfileFile& file, const std::vector<std::strin
 
 Result<ProfileFile> find_profile(const std::string& arg, const std::vector<std::string>& dirs) {
   if (is_path(arg)) {
-    if (!fs::is_regular_file(arg))
-      return std::unexpected(Error{{arg, 0, 0}, "no such profile file"});
+    if (!fs::is_regular_file(arg)) return ddp::fail({arg, 0, 0}, "no such profile file");
     return ProfileFile{fs::path(arg).stem().string(), arg};
   }
   std::string searched;
@@ -62,9 +60,8 @@ Result<ProfileFile> find_profile(const std::string& arg, const std::vector<std::
     if (fs::is_regular_file(candidate)) return ProfileFile{arg, candidate.string()};
     searched += (searched.empty() ? "" : ":") + dir;
   }
-  return std::unexpected(Error{
-      {"--profile " + arg, 0, 0},
-      "no profile \"" + arg + "\" (searched " + searched + "; \"ddpgen profiles\" lists them)"});
+  return ddp::fail({"--profile " + arg, 0, 0}, "no profile \"" + arg + "\" (searched " + searched +
+                                                   "; \"ddpgen profiles\" lists them)");
 }
 
 Result<Profile> load_profile(const std::string& name_or_path, const std::vector<std::string>& dirs,

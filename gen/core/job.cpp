@@ -16,13 +16,13 @@ std::pair<std::string, std::string> apply_set(YAML::Node& root, const std::strin
   const std::string label = "--set " + shell::comment_safe(set);
   const auto eq = set.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw DecodeFailure{{{label, 0, 0}, "expected KEY=VALUE, e.g. --set partition=gpu"}};
+    throw Error{"expected KEY=VALUE, e.g. --set partition=gpu", {label, 0, 0}};
   const std::string path = set.substr(0, eq);
   YAML::Node value;
   try {
     value = YAML::Load(set.substr(eq + 1));
   } catch (const YAML::Exception& e) {
-    throw DecodeFailure{{{label, 0, 0}, "value is not valid YAML: " + e.msg}};
+    throw Error{"value is not valid YAML: " + e.msg, {label, 0, 0}};
   }
   std::vector<std::string> parts;
   for (std::size_t start = 0;;) {
@@ -52,7 +52,7 @@ Container decode_container(const StrictReader& r, const YAML::Node& node) {
     if (key == "runtime") c.runtime = r.choice(value, path, {"apptainer", "singularity", "pyxis"});
     if (key == "mounts") c.mounts = r.strings(value, path);
   }
-  if (c.image.empty()) r.fail(node, "container", "\"container.image\" is required");
+  if (c.image.empty()) r.reject(node, "container", "\"container.image\" is required");
   return c;
 }
 
@@ -66,7 +66,7 @@ Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
       c.signal = r.choice(value, path, {"USR1", "USR2", "TERM", "INT", "HUP", "URG"});
     if (key == "signal_time") c.signal_time = r.integer(value, path, 1, 65535);
   }
-  if (c.dir.empty()) r.fail(node, "checkpoint", "\"checkpoint.dir\" is required");
+  if (c.dir.empty()) r.reject(node, "checkpoint", "\"checkpoint.dir\" is required");
   return c;
 }
 
@@ -76,7 +76,7 @@ Mail decode_mail(const StrictReader& r, const YAML::Node& node) {
     if (key == "user") m.user = r.string(value, "mail.user");
     if (key == "type") m.type = r.string(value, "mail.type");
   }
-  if (m.user.empty()) r.fail(node, "mail", "\"mail.user\" is required");
+  if (m.user.empty()) r.reject(node, "mail", "\"mail.user\" is required");
   return m;
 }
 
@@ -103,9 +103,9 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
       const std::string text = r.string(value, key);
       auto seconds = duration::parse(text);
       if (!seconds)
-        r.fail(value, key,
-               "\"time\": malformed time \"" + shell::comment_safe(text) +
-                   "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
+        r.reject(value, key,
+                 "\"time\": malformed time \"" + shell::comment_safe(text) +
+                     "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
       job.time = *seconds;
       has_time = true;
     }
@@ -124,10 +124,9 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
     if (key == "mail") job.mail = decode_mail(r, value);
     if (key == "preflight") job.preflight = r.boolean(value, key);
   }
-  if (!has_time)
-    throw DecodeFailure{{job.at("time"), "\"time\" is required (e.g. time: \"02:00:00\")"}};
+  if (!has_time) throw Error{"\"time\" is required (e.g. time: \"02:00:00\")", job.at("time")};
   if (job.script.empty())
-    throw DecodeFailure{{job.at("script"), "\"script\" is required (the program to run)"}};
+    throw Error{"\"script\" is required (the program to run)", job.at("script")};
 }
 
 }  // namespace
@@ -158,8 +157,8 @@ Result<Job> decode_job(const std::string& text, const std::string& file,
     }
     StrictReader reader(file, overrides);
     decode_into(job, reader, root);
-  } catch (const DecodeFailure& failure) {
-    return std::unexpected(failure.error);
+  } catch (const Error& error) {
+    return std::unexpected(error);
   }
   return job;
 }

@@ -7,9 +7,15 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
+#include "result.hpp"
+#include "rules.hpp"
 
 namespace ddpgen {
+
+// The project's one error vocabulary (spank/util/result.hpp), used here unqualified.
+using ddp::Error;
+using ddp::Location;
+using ddp::Result;
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
@@ -113,8 +119,8 @@ struct Profile {
   std::string
       local_scratch;  // where node-local disk is ("$LOCAL_SCRATCH, --gres=nvme:<GB>"), a comment
   std::string python = "python3";
-  long port_first = 20000;
-  long port_last = 30999;
+  long port_first = ddp::k_default_port_range.first;
+  long port_last = ddp::k_default_port_range.last;
 };
 
 }  // namespace ddpgen

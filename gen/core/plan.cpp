@@ -13,13 +13,13 @@ const std::vector<std::string> k_mail_types = {
     "ALL",           "INVALID_DEPEND", "STAGE_OUT",  "TIME_LIMIT", "TIME_LIMIT_90",
     "TIME_LIMIT_80", "TIME_LIMIT_50",  "ARRAY_TASKS"};
 
-[[noreturn]] void fail(const Job& job, const std::string& key, const std::string& message) {
-  throw DecodeFailure{{job.at(key), message}};
+[[noreturn]] void reject(const Job& job, const std::string& key, const std::string& message) {
+  throw Error{message, job.at(key)};
 }
 
 void check_sbatch_value(const Job& job, const std::string& key, const std::string& value) {
   if (auto problem = shell::sbatch_value_problem(value))
-    fail(job, key, "\"" + key + "\" " + *problem + "; it is written into an #SBATCH line");
+    reject(job, key, "\"" + key + "\" " + *problem + "; it is written into an #SBATCH line");
 }
 
 struct Problem {
@@ -81,20 +81,20 @@ Choice choose_partition(const Job& job, const Profile& profile) {
     return s;
   };
   if (!job.partition.empty() && std::find(names.begin(), names.end(), job.partition) == names.end())
-    fail(job, "partition",
-         "profile \"" + profile.name + "\" has no partition \"" +
-             shell::comment_safe(job.partition) + "\" (valid: " + joined(names) + ")");
+    reject(job, "partition",
+           "profile \"" + profile.name + "\" has no partition \"" +
+               shell::comment_safe(job.partition) + "\" (valid: " + joined(names) + ")");
   if (candidates.empty()) {
     std::vector<std::string> types;
     for (const auto& p : profile.partitions) {
       const auto& t = (p.node ? *p.node : profile.node).gpu_type;
       if (!t.empty() && std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
     }
-    fail(job, "gpu_type",
-         "no partition of profile \"" + profile.name + "\" has GPU type \"" +
-             shell::comment_safe(job.gpu_type) + "\"" +
-             (job.partition.empty() ? "" : " in partition \"" + job.partition + "\"") +
-             " (valid: " + joined(types) + ")");
+    reject(job, "gpu_type",
+           "no partition of profile \"" + profile.name + "\" has GPU type \"" +
+               shell::comment_safe(job.gpu_type) + "\"" +
+               (job.partition.empty() ? "" : " in partition \"" + job.partition + "\"") +
+               " (valid: " + joined(types) + ")");
   }
   std::vector<Problem> first_problems;
   std::string all;
@@ -106,10 +106,11 @@ Choice choose_partition(const Job& job, const Profile& profile) {
     if (first_problems.empty()) first_problems = problems;
     all += (all.empty() ? "" : "; ") + problems.front().message;
   }
-  if (candidates.size() == 1) fail(job, first_problems.front().key, first_problems.front().message);
-  fail(job, first_problems.front().key,
-       "no partition of profile \"" + profile.name + "\" fits the job: " + all +
-           (job.partition.empty() ? " (test partitions are used only when named)" : ""));
+  if (candidates.size() == 1)
+    reject(job, first_problems.front().key, first_problems.front().message);
+  reject(job, first_problems.front().key,
+         "no partition of profile \"" + profile.name + "\" fits the job: " + all +
+             (job.partition.empty() ? " (test partitions are used only when named)" : ""));
 }
 
 void check_mail(const Job& job) {
@@ -121,10 +122,10 @@ void check_mail(const Job& job) {
     auto comma = t.find(',', start);
     std::string item = t.substr(start, comma == std::string::npos ? comma : comma - start);
     if (std::find(k_mail_types.begin(), k_mail_types.end(), item) == k_mail_types.end())
-      fail(job, "mail",
-           "\"mail.type\": unknown type \"" + shell::comment_safe(item) +
-               "\" (valid: comma-separated NONE, BEGIN, END, FAIL, REQUEUE, ALL, "
-               "TIME_LIMIT, TIME_LIMIT_90, ...)");
+      reject(job, "mail",
+             "\"mail.type\": unknown type \"" + shell::comment_safe(item) +
+                 "\" (valid: comma-separated NONE, BEGIN, END, FAIL, REQUEUE, ALL, "
+                 "TIME_LIMIT, TIME_LIMIT_90, ...)");
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -132,46 +133,47 @@ void check_mail(const Job& job) {
 
 void check_job_text(const Job& job, const Profile& profile) {
   if (job.account.empty() && profile.account_required)
-    fail(job, "account",
-         "profile \"" + profile.name +
-             "\" requires an account: add \"account: " + profile.account_hint +
-             "\" to the job file or pass --set account=" + profile.account_hint);
+    reject(job, "account",
+           "profile \"" + profile.name +
+               "\" requires an account: add \"account: " + profile.account_hint +
+               "\" to the job file or pass --set account=" + profile.account_hint);
   if (!job.account.empty()) check_sbatch_value(job, "account", job.account);
   if (!job.name.empty()) check_sbatch_value(job, "name", job.name);
   if (!job.output.empty()) check_sbatch_value(job, "output", job.output);
   if (!job.error.empty()) check_sbatch_value(job, "error", job.error);
   check_mail(job);
   if (job.script.starts_with("-"))
-    fail(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
+    reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
   if (job.checkpoint && job.checkpoint->signal_time >= job.time)
-    fail(job, "checkpoint",
-         "\"checkpoint.signal_time\" (" + std::to_string(job.checkpoint->signal_time) +
-             " s) must be shorter than the time limit (" + duration::format(job.time) + ")");
+    reject(job, "checkpoint",
+           "\"checkpoint.signal_time\" (" + std::to_string(job.checkpoint->signal_time) +
+               " s) must be shorter than the time limit (" + duration::format(job.time) + ")");
 }
 
 void check_procs(const Job& job, long gpn, long procs) {
   if (gpn > 0 && procs > gpn)
-    fail(job, "procs_per_node",
-         "\"procs_per_node\" (" + std::to_string(procs) + ") is more than gpus_per_node (" +
-             std::to_string(gpn) + "): each process needs a GPU of its own");
+    reject(job, "procs_per_node",
+           "\"procs_per_node\" (" + std::to_string(procs) + ") is more than gpus_per_node (" +
+               std::to_string(gpn) + "): each process needs a GPU of its own");
   if (job.launcher == Launcher::lightning && gpn > 0 && procs != gpn)
-    fail(job, "procs_per_node",
-         "launcher lightning needs procs_per_node equal to gpus_per_node (" + std::to_string(gpn) +
-             "): Lightning runs one Slurm task per GPU and checks the count");
+    reject(job, "procs_per_node",
+           "launcher lightning needs procs_per_node equal to gpus_per_node (" +
+               std::to_string(gpn) +
+               "): Lightning runs one Slurm task per GPU and checks the count");
 }
 
 std::string container_runtime(const Job& job, const Profile& profile) {
   const auto& runtimes = profile.container_runtimes;
   if (runtimes.empty())
-    fail(job, "container", "profile \"" + profile.name + "\" has no container runtime");
+    reject(job, "container", "profile \"" + profile.name + "\" has no container runtime");
   const std::string& wanted =
       job.container->runtime.empty() ? runtimes.front() : job.container->runtime;
   if (std::find(runtimes.begin(), runtimes.end(), wanted) == runtimes.end()) {
     std::string valid;
     for (const auto& r : runtimes) valid += (valid.empty() ? "" : ", ") + r;
-    fail(job, "container",
-         "profile \"" + profile.name + "\" has no container runtime \"" + wanted +
-             "\" (valid: " + valid + ")");
+    reject(job, "container",
+           "profile \"" + profile.name + "\" has no container runtime \"" + wanted +
+               "\" (valid: " + valid + ")");
   }
   return wanted;
 }
@@ -330,8 +332,8 @@ Plan make_plan(const Job& job, const Profile& profile) {
 Result<Plan> plan(const Job& job, const Profile& profile) {
   try {
     return make_plan(job, profile);
-  } catch (const DecodeFailure& failure) {
-    return std::unexpected(failure.error);
+  } catch (const Error& error) {
+    return std::unexpected(error);
   }
 }
 

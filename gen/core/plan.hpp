@@ -42,8 +42,8 @@ struct Plan {
   long nodes = 1;
   long gpus_per_node = 0;
   long procs_per_node = 1;
-  long port_first = 20000;
-  long port_size = 11000;
+  long port_first = ddp::k_default_port_range.first;
+  long port_size = ddp::k_default_port_range.size();
   std::string launcher;
   std::vector<Word> srun_words;
   // preflight: the srun options of the ddp-check step: the training step's layout, without

@@ -1,6 +1,7 @@
 #include "profile.hpp"
 
 #include "duration.hpp"
+#include "rules.hpp"
 #include "shell.hpp"
 #include "yaml_strict.hpp"
 
@@ -31,7 +32,7 @@ NodeSpec decode_node(const StrictReader& r, const YAML::Node& node, const std::s
 long decode_time(const StrictReader& r, const YAML::Node& node, const std::string& path) {
   const std::string text = r.string(node, path);
   auto seconds = duration::parse(text);
-  if (!seconds) r.fail(node, path, "\"" + path + "\": malformed time \"" + text + "\"");
+  if (!seconds) r.reject(node, path, "\"" + path + "\": malformed time \"" + text + "\"");
   return *seconds;
 }
 
@@ -43,10 +44,10 @@ std::vector<std::string> decode_directives(const StrictReader& r, const YAML::No
     const auto& d = list[i];
     auto problem = shell::sbatch_value_problem(d);
     if (problem || !d.starts_with("--"))
-      r.fail(node[i], path,
-             "\"" + path + "\": \"" + shell::comment_safe(d) +
-                 "\" must be one --option[=value] token" +
-                 (problem ? " (it " + *problem + ")" : ""));
+      r.reject(node[i], path,
+               "\"" + path + "\": \"" + shell::comment_safe(d) +
+                   "\" must be one --option[=value] token" +
+                   (problem ? " (it " + *problem + ")" : ""));
   }
   return list;
 }
@@ -68,30 +69,21 @@ Partition decode_partition(const StrictReader& r, const YAML::Node& node, const 
     if (key == "sbatch") p.sbatch = decode_directives(r, value, kp);
   }
   if (auto problem = shell::sbatch_value_problem(p.name))
-    r.fail(node, path, "\"" + path + ".name\" " + *problem);
+    r.reject(node, path, "\"" + path + ".name\" " + *problem);
   if (!p.constraint.empty())
     if (auto problem = shell::sbatch_value_problem(p.constraint))
-      r.fail(node, path, "\"" + path + ".constraint\" " + *problem);
+      r.reject(node, path, "\"" + path + ".constraint\" " + *problem);
   return p;
 }
 
 void decode_port_range(const StrictReader& r, const YAML::Node& node, Profile& p) {
-  const std::string text = r.string(node, "port_range");
-  auto dash = text.find('-');
-  long first = 0, last = 0;
-  try {
-    if (dash != std::string::npos) {
-      first = std::stol(text.substr(0, dash));
-      last = std::stol(text.substr(dash + 1));
-    }
-  } catch (const std::exception&) {
-    first = 0;
-  }
-  if (first < 1024 || last > 65535 || first > last)
-    r.fail(node, "port_range",
-           "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999");
-  p.port_first = first;
-  p.port_last = last;
+  // The plugin's parser: a profile accepts exactly what plugstack.conf's port_range= does.
+  auto range = ddp::parse_port_range(r.string(node, "port_range"));
+  if (!range)
+    r.reject(node, "port_range",
+             "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999");
+  p.port_first = range->first;
+  p.port_last = range->last;
 }
 
 void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
@@ -114,7 +106,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
     if (key == "node") p.node = decode_node(r, value, key, p.node);
     if (key == "partitions") {
       if (!value.IsSequence() || value.size() == 0)
-        r.fail(value, key, "\"partitions\" must be a non-empty list");
+        r.reject(value, key, "\"partitions\" must be a non-empty list");
       p.partitions.clear();
       for (std::size_t i = 0; i < value.size(); ++i)
         p.partitions.push_back(
@@ -139,9 +131,9 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
           p.container_runtimes.clear();
           for (const auto& runtime : r.strings(v, kp)) {
             if (runtime != "apptainer" && runtime != "singularity" && runtime != "pyxis")
-              r.fail(v, kp,
-                     "\"" + kp + "\": unknown runtime \"" + shell::comment_safe(runtime) +
-                         "\" (valid: apptainer, singularity, pyxis)");
+              r.reject(v, kp,
+                       "\"" + kp + "\": unknown runtime \"" + shell::comment_safe(runtime) +
+                           "\" (valid: apptainer, singularity, pyxis)");
             p.container_runtimes.push_back(runtime);
           }
         }
@@ -172,11 +164,11 @@ Result<ProfileDoc> read_profile_doc(const std::string& text, const std::string& 
   ProfileDoc out{*doc, file, ""};
   try {
     StrictReader r(file);
-    if (!out.root.IsMap()) r.fail(out.root, "", "a profile must be a mapping of keys");
+    if (!out.root.IsMap()) r.reject(out.root, "", "a profile must be a mapping of keys");
     const YAML::Node& root = out.root;  // const: a lookup must not add the key
     if (root["extends"]) out.extends = r.string(root["extends"], "extends");
-  } catch (const DecodeFailure& failure) {
-    return std::unexpected(failure.error);
+  } catch (const Error& error) {
+    return std::unexpected(error);
   }
   return out;
 }
@@ -187,9 +179,9 @@ Result<Profile> decode_profile(const ProfileDoc& doc, Profile base) {
     base.abstract = false;  // not inherited: a concrete profile may extend an abstract one
     decode_into(base, r, doc.root);
     if (base.partitions.empty() && !base.abstract)
-      r.fail(doc.root, "", "a profile needs \"partitions\" (or extends one that has them)");
-  } catch (const DecodeFailure& failure) {
-    return std::unexpected(failure.error);
+      r.reject(doc.root, "", "a profile needs \"partitions\" (or extends one that has them)");
+  } catch (const Error& error) {
+    return std::unexpected(error);
   }
   return base;
 }

@@ -213,21 +213,19 @@ mu::data build(const Plan& plan, const RenderInput& in) {
 Result<std::string> render(const Plan& plan, const RenderInput& input) {
   const Location where{input.template_name, 0, 0};
   if (plan.wrapper_exec.find('\'') != std::string::npos)
-    return std::unexpected(Error{where, "internal error: wrapper code contains a quote"});
+    return ddp::fail(where, "internal error: wrapper code contains a quote");
   mu::mustache tmpl{mark_standalone_tags(input.template_text)};
-  if (!tmpl.is_valid())
-    return std::unexpected(Error{where, "template error: " + tmpl.error_message()});
+  if (!tmpl.is_valid()) return ddp::fail(where, "template error: " + tmpl.error_message());
   tmpl.set_custom_escape([](const std::string& s) { return shell::quote(s); });
   const mu::data data = build(plan, input);
   StrictContext context(&data);
   std::string out = drop_sentinel_lines(tmpl.render(context));
-  if (!tmpl.is_valid())
-    return std::unexpected(Error{where, "template error: " + tmpl.error_message()});
+  if (!tmpl.is_valid()) return ddp::fail(where, "template error: " + tmpl.error_message());
   if (!context.missing().empty())
-    return std::unexpected(Error{where, "template uses {{" + context.missing().front() +
-                                            "}}, which ddpgen does not provide"});
+    return ddp::fail(where, "template uses {{" + context.missing().front() +
+                                "}}, which ddpgen does not provide");
   if (out.find(k_sentinel) != std::string::npos)
-    return std::unexpected(Error{where, "template error: a section tag shares a line with text"});
+    return ddp::fail(where, "template error: a section tag shares a line with text");
   return out;
 }
 

@@ -11,16 +11,19 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
+#include "result.hpp"
 
 namespace ddpgen {
 
-// Returns the closest candidate within a small edit distance, or "" when none is close.
-std::string did_you_mean(std::string_view key, const std::vector<std::string>& candidates);
+// The project's one error vocabulary (spank/util/result.hpp), used here unqualified.
+using ddp::Error;
+using ddp::Location;
+using ddp::Result;
 
-// Reads typed values out of one YAML document. Every failure throws DecodeFailure; the public
-// decoders catch it and return Result. Values overridden on the command line (--set) report
-// the override instead of a file position.
+// Reads typed values out of one YAML document. Every failure throws a ddp::Error (a decoder is
+// deep recursion over typed reads, where an early exit keeps each read one line); the public
+// decoders catch it and return Result, so no exception leaves the core. Values overridden on the
+// command line (--set) report the override instead of a file position.
 class StrictReader {
  public:
   // file: the name used in messages; overrides: key path -> label such as "--set nodes=3".
@@ -31,9 +34,9 @@ class StrictReader {
   // Location of the document's start, for values that were not given at all.
   Location file_start() const { return {file_, 1, 1}; }
 
-  // Throws DecodeFailure at node/path with message.
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& path,
-                         const std::string& message) const;
+  // Throws a ddp::Error at node/path with message.
+  [[noreturn]] void reject(const YAML::Node& node, const std::string& path,
+                           const std::string& message) const;
 
   // Checks that node is a mapping whose keys are all in allowed, with no duplicates; returns
   // its entries in file order.

@@ -30,33 +30,9 @@ std::unexpected<Error> bad_value(std::string_view key, std::string_view value,
   return fail(std::move(message));
 }
 
-// Levenshtein distance, only to suggest a key for a typo; keys are short.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 std::unexpected<Error> unknown_key(std::string_view key) {
   std::string message = "unknown plugstack.conf argument " + text::quote(key) + " (";
-  std::string_view best;
-  std::size_t best_distance = 3;  // suggest only close matches
-  for (std::string_view known : k_keys) {
-    const std::size_t d = edit_distance(key, known);
-    if (d < best_distance) {
-      best = known;
-      best_distance = d;
-    }
-  }
+  const std::string best = text::did_you_mean(key, k_keys);
   if (!best.empty()) message.append("did you mean \"").append(best).append("\"? ");
   message.append("valid: ").append(k_valid_keys).append(")");
   return fail(std::move(message));

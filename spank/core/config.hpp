@@ -14,7 +14,8 @@ namespace ddp {
 // Every setting with its default. Keys in plugstack.conf are the member names below
 // (see README "Site configuration"); an unknown key or a bad value is an error naming it.
 struct Config {
-  PortRange port_range{20000, 30999};  // port_range=LOW-HIGH, kept below the ephemeral range
+  PortRange port_range =
+      k_default_port_range;            // port_range=LOW-HIGH, kept below the ephemeral range
   AddressPolicy address;               // addr=, host_suffix=, host_domain=, networks=, family=
   std::string env_file;                // env_file=PATH: KEY=VALUE lines exported to --ddp tasks
   bool env_override = false;           // env_override=yes: env_file wins over the user's values

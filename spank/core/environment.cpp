@@ -4,6 +4,7 @@
 
 #include "hostlist.hpp"
 #include "port.hpp"
+#include "rules.hpp"
 #include "text.hpp"
 
 namespace ddp {
@@ -32,12 +33,7 @@ std::string node_name(std::string_view nodelist, std::size_t index) {
 }
 
 std::unexpected<Error> crowded(std::uint64_t tasks, std::string_view where) {
-  std::string message = "--ddp=torchrun starts one torchrun launcher per node, but this step has ";
-  text::append_uint(message, tasks);
-  message += " tasks on ";
-  message += where;
-  message += "; use --ntasks-per-node=1 (torchrun starts the workers)";
-  return fail(std::move(message));
+  return fail(torchrun_refusal(tasks, where));
 }
 
 // Workers per node in torchrun mode: the user's override, else Slurm's GPU count, else the

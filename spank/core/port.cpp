@@ -9,9 +9,6 @@
 namespace ddp {
 namespace {
 
-// Ports below 1024 need privileges the tasks do not have.
-constexpr std::uint32_t k_min_unprivileged_port = 1024;
-constexpr std::uint32_t k_max_port = 65535;
 // Slots per step in derive_port(): het components of one step take consecutive slots.
 constexpr std::uint64_t k_het_slots = 8;
 
@@ -25,32 +22,11 @@ std::uint64_t mix(std::uint64_t x) {
   return x;
 }
 
-std::optional<std::uint16_t> parse_port(std::string_view text) {
-  auto value = text::parse_uint<std::uint32_t>(text);
-  if (!value || *value == 0 || *value > k_max_port) return std::nullopt;
-  return static_cast<std::uint16_t>(*value);
-}
-
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 }  // namespace
-
-Result<PortRange> parse_port_range(std::string_view text) {
-  auto dash = text.find('-');
-  std::optional<std::uint16_t> low, high;
-  if (dash != std::string_view::npos) {
-    low = parse_port(text.substr(0, dash));
-    high = parse_port(text.substr(dash + 1));
-  }
-  if (!low || !high)
-    return fail("bad port range " + text::quote(text) + ": expected LOW-HIGH, e.g. 20000-30999");
-  if (*low < k_min_unprivileged_port || *low > *high)
-    return fail("bad port range " + text::quote(text) +
-                ": need 1024 <= LOW <= HIGH <= 65535, e.g. 20000-30999");
-  return PortRange{*low, *high};
-}
 
 Result<PortRange> parse_ephemeral_range(std::string_view text) {
   // The kernel writes "LOW\tHIGH\n"; accept any blanks between and around the two numbers.

@@ -6,23 +6,9 @@
 #include <string_view>
 
 #include "result.hpp"
+#include "rules.hpp"  // PortRange, parse_port_range: shared with ddpgen
 
 namespace ddp {
-
-// An inclusive range of TCP ports.
-struct PortRange {
-  std::uint16_t first = 0;
-  std::uint16_t last = 0;
-  // Number of ports; meaningful only when first <= last.
-  std::uint32_t size() const { return std::uint32_t{last} - first + 1; }
-  // True when the two ranges share a port (port_range against the ephemeral range).
-  bool overlaps(PortRange other) const { return first <= other.last && other.first <= last; }
-  // True when `port` is inside the range.
-  bool contains(std::uint16_t port) const { return first <= port && port <= last; }
-};
-
-// Parses "LOW-HIGH" (1024 <= LOW <= HIGH <= 65535).
-Result<PortRange> parse_port_range(std::string_view text);
 
 // Parses /proc/sys/net/ipv4/ip_local_port_range contents ("32768\t60999\n").
 Result<PortRange> parse_ephemeral_range(std::string_view text);

@@ -12,6 +12,7 @@
 #include "address.hpp"
 #include "envfile.hpp"
 #include "result.hpp"
+#include "rules.hpp"  // OmpInputs, omp_num_threads: shared with ddp-check
 
 namespace ddp {
 
@@ -35,23 +36,5 @@ Result<std::string> interface_for_route(const IpAddress& source,
 
 // NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME, both set to exact_ifname(`interface_name`).
 EnvList socket_ifname_environment(std::string_view interface_name);
-
-// What decides OMP_NUM_THREADS for one task.
-struct OmpInputs {
-  std::optional<std::string_view> current;        // OMP_NUM_THREADS already in the task's env
-  std::optional<std::string_view> cpus_per_task;  // SLURM_CPUS_PER_TASK (srun -c)
-  std::optional<std::string_view> cpus_on_node;   // SLURM_CPUS_ON_NODE
-  unsigned task_cpus = 0;                         // CPUs in the task's affinity mask, 0 if unknown
-  unsigned step_cpus = 0;          // CPUs in slurmstepd's affinity mask (the step's), 0 if unknown
-  std::uint32_t local_ntasks = 1;  // tasks of the step on this node
-  std::uint32_t workers_per_task = 1;  // torchrun mode: the workers each launcher starts
-};
-
-// OMP_NUM_THREADS for one process, or nullopt to leave it alone: the user's value is kept;
-// else SLURM_CPUS_PER_TASK divided among a launcher's workers; else the task's own CPUs when
-// Slurm bound it to fewer than the step has; else the step's CPUs on this node (the smaller of
-// the affinity mask and SLURM_CPUS_ON_NODE) shared by every process on the node. At least 1;
-// nullopt when no CPU count is known at all.
-std::optional<std::string> omp_num_threads(const OmpInputs& in);
 
 }  // namespace ddp

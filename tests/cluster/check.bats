@@ -27,14 +27,14 @@ setup() {
   skip_unless_cluster
   "$CLUSTER" set-plugstack ""
   if [[ -z ${DDP_CHECK_BIN:-} ]]; then
-    if [[ -x $REPO/build/spank/check/ddp-check ]]; then
-      DDP_CHECK_BIN=$REPO/build/spank/check/ddp-check
+    if [[ -x $REPO/build/contrib/ddp-check/ddp-check ]]; then
+      DDP_CHECK_BIN=$REPO/build/contrib/ddp-check/ddp-check
     else
       DDP_CHECK_BIN=$(command -v ddp-check || true)
     fi
   fi
   [[ -x ${DDP_CHECK_BIN:-} ]] ||
-    skip "ddp-check not found: set DDP_CHECK_BIN=BUILD/spank/check/ddp-check (ctest sets it)"
+    skip "ddp-check not found: set DDP_CHECK_BIN=BUILD/contrib/ddp-check/ddp-check (ctest sets it)"
 }
 
 # Sets DDPGEN and checks torch, or skips naming what is missing.

@@ -4,22 +4,6 @@
 
 using namespace ddp::watch;
 
-TEST(WatchOptions, ParsesDurations) {
-  struct Case {
-    const char* text;
-    long seconds;
-  };
-  const Case good[] = {{"90", 90},   {"90s", 90},     {"5m", 300},
-                       {"1h", 3600}, {"1h30m", 5400}, {"1d", 86400}};
-  for (const Case& c : good)
-    EXPECT_EQ(parse_duration(c.text, "--timeout").value(), c.seconds) << c.text;
-  for (const char* bad : {"", "0", "0s", "-5", "5x", "m", "1h30", "5 m"}) {
-    auto r = parse_duration(bad, "--timeout");
-    ASSERT_FALSE(r) << bad;
-    EXPECT_NE(r.error().message.find("--timeout="), std::string::npos) << r.error().message;
-  }
-}
-
 TEST(WatchOptions, ParsesACommandLine) {
   auto o = parse_options({"--timeout", "5m", "--grace=10s", "--stacks", "s.txt", "--heartbeat=hb",
                           "--", "srun", "-l", "python3", "train.py"});
@@ -45,8 +29,9 @@ TEST(WatchOptions, RejectsWithTheCulprit) {
       {{"srun", "x"}, "--timeout is required"},
       {{"--timeout", "5m"}, "no command to watch"},
       {{"--timeout"}, "--timeout needs a value"},
-      {{"--timeout", "5q", "srun"}, "--timeout=\"5q\""},
-      {{"--timeot", "5m", "srun"}, "unknown option \"--timeot\""},
+      {{"--timeout", "5q", "srun"}, "ddp-watch: --timeout \"5q\": expected a duration such as 90"},
+      {{"--timeot", "5m", "srun"}, "unknown option \"--timeot\" (did you mean --timeout?)"},
+      {{"--zzz", "srun"}, "unknown option \"--zzz\"; see ddp-watch --help"},
       {{"--stacks=", "--timeout=1m", "srun"}, "--stacks needs a file name"},
   };
   for (const Case& c : cases) {
@@ -70,4 +55,38 @@ TEST(WatchOptions, RecognisesSrun) {
   EXPECT_FALSE(is_srun({"torchrun", "t.py"}));
   EXPECT_FALSE(is_srun({"mysrun"}));
   EXPECT_FALSE(is_srun({}));
+}
+
+TEST(WatchOptions, RequeuesWithinTheCap) {
+  auto o = parse_options({"--timeout=1m", "--requeue-stalled", "2", "srun"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->requeue_max, 2);
+  EXPECT_EQ(parse_options({"--timeout=1m", "srun"})->requeue_max, -1);
+  auto bad = parse_options({"--timeout=1m", "--requeue-stalled=x", "srun"});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("ddp-watch: --requeue-stalled \"x\"", 0), 0u)
+      << bad.error().message;
+
+  struct Case {
+    const char* job;
+    const char* restarts;
+    long max;
+    bool requeue;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"12", "", 2, true, "requeueing job 12: restart 1 of at most 2"},
+      {"12", "1", 2, true, "requeueing job 12: restart 2 of at most 2"},
+      {"12", "2", 2, false,
+       "not requeued: job 12 has been restarted 2 time(s), the cap (--requeue-stalled 2)"},
+      {"12", "0", 0, false,
+       "not requeued: job 12 has been restarted 0 time(s), the cap (--requeue-stalled 0)"},
+      {"", "0", 2, false, "not requeued: not inside a Slurm job"},
+      {"12", "x", 2, false, "not requeued: SLURM_RESTART_COUNT=\"x\" is not a number"},
+  };
+  for (const Case& c : cases) {
+    RequeueDecision d = decide_requeue(c.job, c.restarts, c.max);
+    EXPECT_EQ(d.requeue, c.requeue) << c.message;
+    EXPECT_EQ(d.message, c.message);
+  }
 }

@@ -1,0 +1,278 @@
+// ddp-check: proves the DDP fabric of a step in seconds. Gathers inputs, runs the session,
+// asks the pure core for the verdict, reports. Exit 0 healthy, 1 fault, 2 usage/environment.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bandwidth.hpp"
+#include "hello.hpp"
+#include "interfaces.hpp"
+#include "nccl_phase.hpp"
+#include "options.hpp"
+#include "rules.hpp"
+#include "session.hpp"
+#include "system.hpp"
+#include "text.hpp"
+#include "topology.hpp"
+#include "verify.hpp"
+
+namespace {
+
+using namespace ddp::check;
+namespace sys = ddp::sys;
+namespace text = ddp::text;
+using ddp::omp_num_threads;
+using ddp::OmpInputs;
+
+constexpr int k_exit_ok = 0;
+constexpr int k_exit_fault = 1;
+constexpr int k_exit_usage = 2;
+
+#ifndef DDP_CHECK_VERSION
+#define DDP_CHECK_VERSION "unknown"
+#endif
+
+std::optional<std::string> getenv_lookup(std::string_view name) {
+  const char* value = std::getenv(std::string(name).c_str());
+  if (!value) return std::nullopt;
+  return std::string(value);
+}
+
+// The last line of defence for the bound: name resolution and NCCL can block outside poll().
+void on_alarm(int) {
+  static constexpr char k_msg[] =
+      "ddp-check: FAILED: the check exceeded its deadline (blocked in name resolution or NCCL)\n";
+  ssize_t ignored = write(STDERR_FILENO, k_msg, sizeof k_msg - 1);
+  (void)ignored;
+  _exit(k_exit_fault);
+}
+
+void arm_watchdog(double timeout_s) {
+  struct sigaction sa {};
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, nullptr);
+  alarm(static_cast<unsigned>(std::ceil(timeout_s)) + 1);
+}
+
+void say(const std::string& line) {
+  std::fprintf(stderr, "ddp-check: %s\n", line.c_str());
+}
+
+int show_topology(const Options& o) {
+  auto topo = o.topology ? load_topology_xml(*o.topology) : load_live_topology();
+  if (!topo) {
+    say("error: " + topo.error().message);
+    return k_exit_usage;
+  }
+  std::fputs(describe_topology(*topo).c_str(), stdout);
+  std::optional<std::string> route;
+  if (o.route_to) {
+    route = sys::route_interface(*o.route_to);
+    std::printf("route to %s: %s\n", o.route_to->c_str(), route ? route->c_str() : "none");
+  }
+  auto ifname = choose_socket_ifname(topo->interfaces, route);
+  std::printf("NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME (auto): %s\n",
+              ifname ? ifname->c_str() : ("none: " + ifname.error().message).c_str());
+  if (!o.topology) {
+    // The plugin's rule (rules.hpp), fed with what this process sees: its own CPUs stand for
+    // the step's, as in the plugin when slurmstepd's mask is unknown.
+    const auto current = getenv_lookup("OMP_NUM_THREADS");
+    const auto cpus_per_task = getenv_lookup("SLURM_CPUS_PER_TASK");
+    const auto cpus_on_node = getenv_lookup("SLURM_CPUS_ON_NODE");
+    OmpInputs in;
+    if (current) in.current = *current;
+    if (cpus_per_task) in.cpus_per_task = *cpus_per_task;
+    if (cpus_on_node) in.cpus_on_node = *cpus_on_node;
+    in.task_cpus = sys::affinity_cpus();
+    if (auto local = getenv_lookup("LOCAL_WORLD_SIZE")) {
+      in.local_ntasks = text::parse_uint<std::uint32_t>(*local).value_or(1);
+    }
+    auto omp = omp_num_threads(in);
+    const bool kept = in.current && !in.current->empty();
+    std::printf("OMP_NUM_THREADS: %s\n", omp    ? omp->c_str()
+                                         : kept ? "already set, kept"
+                                                : "unknown");
+  }
+  return k_exit_ok;
+}
+
+// The footer under the table: what `auto` would choose on every node.
+std::string ifname_advice(const std::vector<Hello>& hellos) {
+  std::set<std::string> names;
+  for (const auto& h : hellos) {
+    if (h.ifname != "?") names.insert(h.ifname);
+  }
+  if (names.size() == 1) {
+    return "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME for `auto`: " + exact_ifname(*names.begin());
+  }
+  std::string text = "nodes reach rank 0 through different interfaces:";
+  for (const auto& n : names) text += " " + exact_ifname(n);
+  return text + " (`auto` chooses per node)";
+}
+
+std::string who(const Identity& id) {
+  return std::string(id.scope == Scope::ranks ? "rank " : "node ") + std::to_string(id.self.rank) +
+         " (" + id.self.host + ")";
+}
+
+int run_master(Session& session, const Identity& id, const Options& o, Clock::time_point start,
+               Clock::time_point deadline) {
+  const double t = o.timeout_s;
+  // Leave a quarter of the bound for the verdict to reach everyone before they give up.
+  const auto collect_until =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t * 0.75));
+  Exchange ex = session.run(collect_until);
+  if (ex.local_fault) {
+    say(who(id) + ": FAILED: " + *ex.local_fault);
+    return k_exit_fault;
+  }
+  WorldReport report = verify_world(ex.hellos, session.self(), id.scope);
+  if (ex.self_unreachable) report.faults.insert(report.faults.begin(), *ex.self_unreachable);
+  std::set<std::string> nodes;
+  for (const auto& h : ex.hellos) nodes.insert(h.node_rank ? std::to_string(*h.node_rank) : h.host);
+  if (!ex.hellos.empty()) std::fputs(render_table(ex.hellos, id.scope).c_str(), stdout);
+  const auto send_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+  if (!report.ok()) {
+    for (const auto& f : report.faults) say("FAULT: " + f);
+    session.broadcast({Verdict::Kind::fail, summarize(report)}, send_until);
+    say("FAILED: " + std::to_string(report.faults.size()) +
+        (report.faults.size() == 1 ? " fault" : " faults") + " found by " + who(id));
+    return k_exit_fault;
+  }
+  const std::string elapsed =
+      std::to_string(std::chrono::duration<double>(Clock::now() - start).count()).substr(0, 5);
+  std::printf("%s\n", ifname_advice(ex.hellos).c_str());
+
+  // NCCL phase: only when every rank can join, else nobody blocks in ncclCommInitRank.
+  std::optional<std::string> skip;
+  if (!o.nccl)
+    skip = "--no-nccl";
+  else if (id.scope != Scope::ranks)
+    skip = "torchrun mode (a launcher is not a rank)";
+  else if (auto why = nccl_unavailable())
+    skip = *why;
+  else {
+    for (const auto& h : ex.hellos) {
+      if (!h.nccl_ready) {
+        skip = "rank " + std::to_string(h.rank) + " on " + h.host + " has no GPU or no NCCL";
+        break;
+      }
+    }
+  }
+  if (skip) {
+    std::printf("NCCL phase skipped: %s\n", skip->c_str());
+    session.broadcast({Verdict::Kind::ok, {}}, send_until);
+    std::printf("ddp-check: OK: %zu %s on %zu %s reached %s:%u in %s s\n", ex.hellos.size(),
+                id.scope == Scope::ranks ? "ranks" : "node launchers", nodes.size(),
+                nodes.size() == 1 ? "node" : "nodes", id.master_addr.c_str(), id.master_port,
+                elapsed.c_str());
+    return k_exit_ok;
+  }
+  auto nccl_id = nccl_new_id();
+  if (!nccl_id) {
+    session.broadcast({Verdict::Kind::fail, "rank 0: " + nccl_id.error().message}, send_until);
+    say(who(id) + ": FAILED: " + nccl_id.error().message);
+    return k_exit_fault;
+  }
+  session.broadcast({Verdict::Kind::nccl, *nccl_id}, send_until);
+  auto timing = nccl_allreduce(*nccl_id, 0, static_cast<int>(id.self.world_size),
+                               static_cast<int>(id.self.local_rank), o.nccl_bytes);
+  const auto final_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+  if (!timing) {
+    session.broadcast({Verdict::Kind::fail, "NCCL phase on rank 0: " + timing.error().message},
+                      final_until);
+    say(who(id) + ": FAILED: NCCL phase: " + timing.error().message);
+    return k_exit_fault;
+  }
+  auto bw = allreduce_bandwidth(o.nccl_bytes, timing->seconds, id.self.world_size);
+  std::printf(
+      "NCCL all-reduce: %llu bytes float sum, %u ranks, %.1f us, algbw %.2f GB/s, "
+      "busbw %.2f GB/s\n",
+      static_cast<unsigned long long>(o.nccl_bytes), id.self.world_size, timing->seconds * 1e6,
+      bw.algbw_gbps, bw.busbw_gbps);
+  if (o.nccl_min_busbw && bw.busbw_gbps < *o.nccl_min_busbw) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "NCCL all-reduce busbw %.2f GB/s is below the minimum %.2f GB/s", bw.busbw_gbps,
+                  *o.nccl_min_busbw);
+    session.broadcast({Verdict::Kind::fail, text}, final_until);
+    say(std::string("FAULT: ") + text);
+    return k_exit_fault;
+  }
+  session.broadcast({Verdict::Kind::ok, {}}, final_until);
+  std::printf("ddp-check: OK: %zu ranks on %zu nodes, TCP and NCCL\n", ex.hellos.size(),
+              nodes.size());
+  return k_exit_ok;
+}
+
+int run_worker(Session& session, const Identity& id, const Options& o) {
+  Exchange ex = session.run(Clock::time_point::max());
+  auto verdict_of = [&](const Exchange& e) -> int {
+    if (e.local_fault) {
+      say(who(id) + ": FAILED: " + *e.local_fault);
+      return k_exit_fault;
+    }
+    if (e.verdict->kind == Verdict::Kind::fail) {
+      say(who(id) + ": FAILED (verdict of rank 0): " + e.verdict->text);
+      return k_exit_fault;
+    }
+    return k_exit_ok;
+  };
+  if (int rc = verdict_of(ex); rc != k_exit_ok || ex.verdict->kind == Verdict::Kind::ok) return rc;
+  // Rank 0 asked for the NCCL phase.
+  auto timing = nccl_allreduce(ex.verdict->text, static_cast<int>(id.self.rank),
+                               static_cast<int>(id.self.world_size),
+                               static_cast<int>(id.self.local_rank), o.nccl_bytes);
+  if (!timing) say(who(id) + ": NCCL phase: " + timing.error().message);
+  Exchange final_ex = session.await_verdict();
+  int rc = verdict_of(final_ex);
+  if (rc == k_exit_ok && final_ex.verdict->kind != Verdict::Kind::ok) {
+    say(who(id) + ": FAILED: unexpected second NCCL request from rank 0");
+    return k_exit_fault;
+  }
+  return timing ? rc : k_exit_fault;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto start = Clock::now();
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  auto options = parse_options(args, getenv_lookup);
+  if (!options) {
+    say("error: " + options.error().message);
+    return k_exit_usage;
+  }
+  if (options->help) {
+    std::fputs(usage().c_str(), stdout);
+    return k_exit_ok;
+  }
+  if (options->version) {
+    std::printf("ddp-check %s\n", DDP_CHECK_VERSION);
+    return k_exit_ok;
+  }
+  if (options->topology || options->topology_live) return show_topology(*options);
+
+  auto identity = read_identity(getenv_lookup, options->scope, sys::hostname());
+  if (!identity) {
+    say("error: " + identity.error().message);
+    return k_exit_usage;
+  }
+  identity->self.pid = static_cast<std::uint32_t>(getpid());
+  identity->self.nccl_ready =
+      options->nccl && identity->scope == Scope::ranks && !nccl_unavailable().has_value();
+  arm_watchdog(options->timeout_s);
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(options->timeout_s));
+  Session session(*identity, deadline);
+  return identity->is_master() ? run_master(session, *identity, *options, start, deadline)
+                               : run_worker(session, *identity, *options);
+}

@@ -1,0 +1,89 @@
+// ddpgen's core without the command line: durations, shell quoting, strict YAML decoding with
+// located errors, and the profile's port range (the plugin's strict parser).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/duration.hpp"
+#include "core/job.hpp"
+#include "core/profile.hpp"
+#include "core/shell.hpp"
+
+namespace ddpgen {
+namespace {
+
+TEST(GenDuration, ParsesSlurmFormats) {
+  EXPECT_EQ(duration::parse("30"), 30 * 60);
+  EXPECT_EQ(duration::parse("01:30"), 90);
+  EXPECT_EQ(duration::parse("02:00:00"), 2 * 3600);
+  EXPECT_EQ(duration::parse("1-00"), 24 * 3600);
+  EXPECT_EQ(duration::parse("1-02:03:04"), 24 * 3600 + 2 * 3600 + 3 * 60 + 4);
+  for (const char* bad : {"", "0", "abc", "1:2:3:4", "-5", "1-", "00:00:00"})
+    EXPECT_FALSE(duration::parse(bad)) << bad;
+  EXPECT_EQ(duration::format(3661), "01:01:01");
+  EXPECT_EQ(duration::format(90061), "1-01:01:01");
+}
+
+TEST(GenShell, QuotesToOneWord) {
+  EXPECT_EQ(shell::quote("train.py"), "train.py");
+  EXPECT_EQ(shell::quote("a b"), "'a b'");
+  EXPECT_EQ(shell::quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell::quote("$HOME"), "'$HOME'");
+  EXPECT_TRUE(shell::is_env_name("NCCL_DEBUG"));
+  EXPECT_FALSE(shell::is_env_name("1X"));
+  EXPECT_TRUE(shell::sbatch_value_problem("a\nb"));
+  EXPECT_FALSE(shell::sbatch_value_problem("gpu"));
+}
+
+TEST(GenYaml, UnknownKeyHasLocationAndSuggestion) {
+  auto job = decode_job("time: \"01:00:00\"\nscript: train.py\nnodez: 2\n", "job.yaml", {});
+  ASSERT_FALSE(job);
+  EXPECT_EQ(job.error().to_string(),
+            "job.yaml:3:1: unknown key \"nodez\" (did you mean \"nodes\"?)");
+}
+
+TEST(GenYaml, DuplicateKeyAndWrongTypeAreLocated) {
+  auto dup = decode_job("time: \"01:00:00\"\nscript: a.py\nscript: b.py\n", "j.yaml", {});
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.error().where.file, "j.yaml");
+  EXPECT_EQ(dup.error().where.line, 3);
+  EXPECT_NE(dup.error().message.find("duplicate key \"script\""), std::string::npos);
+  auto nodes = decode_job("time: \"01:00:00\"\nscript: a.py\nnodes: two\n", "j.yaml", {});
+  ASSERT_FALSE(nodes);
+  EXPECT_EQ(nodes.error().where.line, 3);
+  EXPECT_EQ(nodes.error().where.column, 8);
+  EXPECT_NE(nodes.error().message.find("must be an integer"), std::string::npos);
+}
+
+TEST(GenYaml, SetOverrideIsNamedInsteadOfAPosition) {
+  auto job = decode_job("time: \"01:00:00\"\nscript: a.py\n", "j.yaml", {"nodes=x"});
+  ASSERT_FALSE(job);
+  EXPECT_EQ(job.error().where.file, "--set nodes=x");
+  EXPECT_EQ(job.error().where.line, 0);
+}
+
+Result<Profile> profile_with_ports(const std::string& ports) {
+  const std::string text =
+      "partitions:\n  - name: gpu\n    max_nodes: 4\n    max_time: \"1-00:00:00\"\n"
+      "port_range: \"" +
+      ports + "\"\n";
+  auto doc = read_profile_doc(text, "p.yaml");
+  if (!doc) return std::unexpected(doc.error());
+  return decode_profile(*doc, Profile{});
+}
+
+TEST(GenProfile, PortRangeIsTheStrictOne) {
+  auto ok = profile_with_ports("21000-21999");
+  ASSERT_TRUE(ok) << ok.error().to_string();
+  EXPECT_EQ(ok->port_first, 21000);
+  EXPECT_EQ(ok->port_last, 21999);
+  for (const char* bad : {"20000x-30999", "80-90", "30999-20000", "20000"}) {
+    auto r = profile_with_ports(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().where.line, 5) << bad;
+    EXPECT_NE(r.error().message.find("\"port_range\" must be LOW-HIGH"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace ddpgen

@@ -1,0 +1,78 @@
+// ddp_util: the helpers and rules every program shares.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "result.hpp"
+#include "rules.hpp"
+#include "text.hpp"
+
+namespace ddp {
+namespace {
+
+TEST(Util, ErrorToStringWithAndWithoutLocation) {
+  EXPECT_EQ((Error{"bad", {}}).to_string(), "bad");
+  EXPECT_EQ((Error{"bad", {"--set nodes=x", 0, 0}}).to_string(), "--set nodes=x: bad");
+  EXPECT_EQ((Error{"bad", {"job.yaml", 3, 7}}).to_string(), "job.yaml:3:7: bad");
+  Result<int> r = fail({"f.yaml", 1, 2}, "why");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "why");
+  EXPECT_EQ(r.error().where.line, 1);
+}
+
+TEST(Util, ParseUnsignedBoundsAndJunk) {
+  EXPECT_EQ(text::parse_unsigned("7", 1, 10, "--n").value(), 7u);
+  EXPECT_EQ(text::parse_unsigned("1", 1, 10, "--n").value(), 1u);
+  EXPECT_EQ(text::parse_unsigned("10", 1, 10, "--n").value(), 10u);
+  for (const char* bad :
+       {"0", "11", "", "-1", "+3", " 3", "3 ", "3x", "0x10", "1e3", "99999999999999999999999"}) {
+    auto r = text::parse_unsigned(bad, 1, 10, "--n");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().message,
+              "--n " + text::quote(bad) + ": expected a whole number from 1 to 10");
+  }
+}
+
+TEST(Util, DidYouMeanOneThreshold) {
+  const std::vector<std::string> keys = {"nodes", "partition", "port_range", "omp_num_threads"};
+  EXPECT_EQ(text::did_you_mean("nodez", keys), "nodes");
+  EXPECT_EQ(text::did_you_mean("port_rang", keys), "port_range");
+  EXPECT_EQ(text::did_you_mean("omp_num_thread", keys), "omp_num_threads");
+  EXPECT_EQ(text::did_you_mean("partitoin", keys), "partition");  // 2 edits
+  EXPECT_EQ(text::did_you_mean("xyz", keys), "");
+  EXPECT_EQ(text::did_you_mean("gpus", keys), "");
+}
+
+TEST(Util, QuoteEscapesAndCuts) {
+  EXPECT_EQ(text::quote("a\"b"), "\"a\\\"b\"");
+  EXPECT_EQ(text::quote(std::string("x\ny")), "\"x\\x0ay\"");
+  EXPECT_EQ(text::quote("abcdef", 3), "\"abc...\"");
+}
+
+TEST(Util, SplitJoinTrim) {
+  EXPECT_EQ(text::split("a,,b", ','), (std::vector<std::string_view>{"a", "", "b"}));
+  EXPECT_EQ(text::split("", ','), (std::vector<std::string_view>{""}));
+  EXPECT_EQ(text::join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(text::trim(" \t x y \r\n"), "x y");
+}
+
+TEST(Util, PortRangeIsStrict) {
+  auto ok = parse_port_range("20000-30999");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->first, k_default_port_range.first);
+  EXPECT_EQ(ok->last, k_default_port_range.last);
+  for (const char* bad : {"20000x-30999", "20000-30999x", " 20000-30999", "20000", "-30999",
+                          "30999-20000", "80-90", "20000-70000", "a-b"}) {
+    EXPECT_FALSE(parse_port_range(bad)) << bad;
+  }
+}
+
+TEST(Util, TorchrunRefusalNamesTheFix) {
+  EXPECT_EQ(torchrun_refusal(4, "2 nodes"),
+            "--ddp=torchrun starts one torchrun launcher per node, but this step has 4 tasks on "
+            "2 nodes; use --ntasks-per-node=1 (torchrun starts the workers)");
+}
+
+}  // namespace
+}  // namespace ddp
