@@ -1,6 +1,7 @@
 #include "job.hpp"
 
 #include "duration.hpp"
+#include "seconds.hpp"
 #include "shell.hpp"
 #include "yaml_strict.hpp"
 
@@ -10,6 +11,8 @@ namespace {
 const std::vector<std::string> k_container_keys = {"image", "runtime", "mounts"};
 const std::vector<std::string> k_checkpoint_keys = {"dir", "requeue", "signal", "signal_time"};
 const std::vector<std::string> k_mail_keys = {"user", "type"};
+const std::vector<std::string> k_watchdog_keys = {"timeout",   "startup",  "grace",
+                                                  "heartbeat", "on_stall", "max_restarts"};
 
 // Applies one "KEY=VALUE" to root; returns the key path and its label for error messages.
 std::pair<std::string, std::string> apply_set(YAML::Node& root, const std::string& set) {
@@ -70,6 +73,27 @@ Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
   return c;
 }
 
+long decode_seconds(const StrictReader& r, const YAML::Node& value, const std::string& path) {
+  auto seconds = ddp::parse_seconds(r.string(value, path), "\"" + path + "\"");
+  if (!seconds) r.reject(value, path, seconds.error().message);
+  return *seconds;
+}
+
+Watchdog decode_watchdog(const StrictReader& r, const YAML::Node& node) {
+  Watchdog w;
+  for (const auto& [key, value] : r.entries(node, "watchdog", k_watchdog_keys)) {
+    const std::string path = "watchdog." + key;
+    if (key == "timeout") w.timeout = decode_seconds(r, value, path);
+    if (key == "startup") w.startup = decode_seconds(r, value, path);
+    if (key == "grace") w.grace = decode_seconds(r, value, path);
+    if (key == "heartbeat") w.heartbeat = r.boolean(value, path);
+    if (key == "on_stall") w.requeue = r.choice(value, path, {"fail", "requeue"}) == "requeue";
+    if (key == "max_restarts") w.max_restarts = r.integer(value, path, 0, 1000);
+  }
+  if (w.timeout == 0) r.reject(node, "watchdog", "\"watchdog.timeout\" is required (e.g. 10m)");
+  return w;
+}
+
 Mail decode_mail(const StrictReader& r, const YAML::Node& node) {
   Mail m;
   for (const auto& [key, value] : r.entries(node, "mail", k_mail_keys)) {
@@ -119,6 +143,7 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
     if (key == "modules") job.modules = r.strings(value, key);
     if (key == "container") job.container = decode_container(r, value);
     if (key == "checkpoint") job.checkpoint = decode_checkpoint(r, value);
+    if (key == "watchdog") job.watchdog = decode_watchdog(r, value);
     if (key == "output") job.output = r.string(value, key);
     if (key == "error") job.error = r.string(value, key);
     if (key == "mail") job.mail = decode_mail(r, value);
@@ -136,7 +161,7 @@ const std::vector<std::string>& job_keys() {
       "name",     "nodes",  "gpus_per_node", "procs_per_node", "time",
       "launcher", "script", "args",          "account",        "partition",
       "gpu_type", "env",    "modules",       "container",      "checkpoint",
-      "output",   "error",  "mail",          "preflight"};
+      "output",   "error",  "mail",          "preflight",      "watchdog"};
   return keys;
 }
 

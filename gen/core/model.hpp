@@ -37,6 +37,16 @@ struct Checkpoint {
   long signal_time = 120;  // seconds before the time limit
 };
 
+// ddp-watch around the training step (doc/ddp-watch.md); durations in seconds.
+struct Watchdog {
+  long timeout = 0;        // no progress for this long is a stall (required)
+  long startup = 0;        // allowance before the first progress; 0: the timeout
+  long grace = 20;         // time the ranks get to print their stacks
+  bool heartbeat = false;  // export DDP_HEARTBEAT_FILE for the program to touch
+  bool requeue = false;    // on_stall: requeue (within max_restarts) instead of failing
+  long max_restarts = 3;
+};
+
 struct Mail {
   std::string user;
   std::string type = "END,FAIL";
@@ -59,6 +69,7 @@ struct Job {
   std::vector<std::string> modules;
   std::optional<Container> container;
   std::optional<Checkpoint> checkpoint;
+  std::optional<Watchdog> watchdog;
   std::string output;
   std::string error;
   std::optional<Mail> mail;

@@ -280,6 +280,24 @@ void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_p
   for (const auto& a : job.args) cmd.push_back({"", a});
 }
 
+// ddp-watch's words. Its stacks file and heartbeat live in the job's working directory, which
+// the batch host and (for the heartbeat) every node see. A requeue on a stall needs the job
+// to be requeueable and its log appended to, as checkpoint.requeue sets up.
+void add_watchdog(Plan& plan, const Watchdog& w) {
+  auto& a = plan.watchdog_args;
+  a.push_back("--timeout=" + std::to_string(w.timeout));
+  if (w.startup > 0) a.push_back("--startup=" + std::to_string(w.startup));
+  a.push_back("--grace=" + std::to_string(w.grace));
+  a.push_back("--stacks=\"ddp-watch-${SLURM_JOB_ID}.stacks\"");
+  if (w.heartbeat) a.push_back("--heartbeat=\"ddp-heartbeat-${SLURM_JOB_ID}\"");
+  if (!w.requeue) return;
+  a.push_back("--requeue-stalled=" + std::to_string(w.max_restarts));
+  for (const char* d : {"--requeue", "--open-mode=append"}) {
+    if (std::find(plan.directives.begin(), plan.directives.end(), d) == plan.directives.end())
+      plan.directives.push_back(d);
+  }
+}
+
 Plan make_plan(const Job& job, const Profile& profile) {
   check_job_text(job, profile);
   Plan plan;
@@ -310,6 +328,7 @@ Plan make_plan(const Job& job, const Profile& profile) {
     plan.signal = job.checkpoint->signal;
   }
   add_directives(plan, job, profile, c, tasks_per_node);
+  if (job.watchdog) add_watchdog(plan, *job.watchdog);
   std::string cpus;
   for (const auto& d : plan.directives)
     if (d.starts_with("--cpus-per-task=")) cpus = d;

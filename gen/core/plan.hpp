@@ -34,6 +34,8 @@ struct Plan {
   bool requeue = false;
   std::string signal;
   bool preflight = false;
+  // ddp-watch's options (ddpgen's own text, $SLURM_JOB_ID expanding); empty: no watchdog.
+  std::vector<std::string> watchdog_args;
   std::string local_scratch;
   // Launch.
   bool plugin = false;

@@ -184,6 +184,9 @@ mu::data build(const Plan& plan, const RenderInput& in) {
     if (dir.starts_with("--signal=")) signal_time = dir.substr(dir.find('@') + 1);
   requeue.set("signal_time", signal_time);
   d.set("requeue", optional_object(plan.requeue, requeue));
+  std::string watchdog_args;
+  for (const auto& a : plan.watchdog_args) watchdog_args += (watchdog_args.empty() ? "" : " ") + a;
+  d.set("watchdog", optional_object(!plan.watchdog_args.empty(), mu::data("args", watchdog_args)));
   d.set("preflight", plan.preflight);
   d.set("preflight_srun", words(plan.preflight_words));
 

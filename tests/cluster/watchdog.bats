@@ -120,3 +120,28 @@ check_stall_verdict() {
   [ "$(grep -c 'ddp-watch' <<<"$log")" -eq 0 ]
   [ ! -e "$work/stacks.txt" ]
 }
+
+@test "ddpgen watchdog key: a stall is requeued once (max_restarts 1), then the job fails" {
+  need_ddpgen
+  cat >"$work/job.yaml" <<YAML
+name: watchdog-requeue
+nodes: 3
+procs_per_node: 2
+time: "5:00"
+launcher: srun
+script: $k_stall_py
+args: [--steps, "100000", --hang-rank, "4", --at-step, "20"]
+env: {OMP_NUM_THREADS: "1"}
+watchdog: {timeout: 15s, startup: 2m, grace: 10s, on_stall: requeue, max_restarts: 1}
+output: $work/job-%j.out
+YAML
+  "$DDPGEN" --profile local "$work/job.yaml" -o "$work/job.slurm"
+  grep -q '^ddp-watch --timeout=15 --startup=120 --grace=10 --stacks="ddp-watch-${SLURM_JOB_ID}.stacks" --requeue-stalled=1 -- \\$' "$work/job.slurm"
+  grep -q '^#SBATCH --requeue$' "$work/job.slurm"
+  id=$(cd "$work" && cl env PATH="$(dirname "$watch_bin"):$k_job_path" sbatch --parsable job.slurm)
+  finished "$id" FAILED
+  [ "$(grep -c '^ddp-watch: verdict: rank 4 on node03 at stall\.py:[0-9]* in load_batch; ' <<<"$log")" -eq 2 ]
+  grep -q "^ddp-watch: requeueing job $id: restart 1 of at most 1$" <<<"$log"
+  grep -q "^ddp-watch: not requeued: job $id has been restarted 1 time(s), the cap (--requeue-stalled 1)$" <<<"$log"
+  [ -s "$work/ddp-watch-$id.stacks" ]
+}
