@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -79,13 +80,20 @@ Result<void> set_port_range(Config& config, std::string_view key, std::string_vi
   return {};
 }
 
+// The choice named `value`, or nullopt.
+template <class T>
+std::optional<T> choose(std::string_view value,
+                        std::initializer_list<std::pair<std::string_view, T>> choices) {
+  for (const auto& [name, choice] : choices) {
+    if (name == value) return choice;
+  }
+  return std::nullopt;
+}
+
 Result<void> set_addr(Config& config, std::string_view key, std::string_view value) {
-  if (value == "ip")
-    config.address.mode = AddrMode::ip;
-  else if (value == "hostname")
-    config.address.mode = AddrMode::hostname;
-  else
-    return bad_value(key, value, "valid: ip, hostname");
+  auto mode = choose<AddrMode>(value, {{"ip", AddrMode::ip}, {"hostname", AddrMode::hostname}});
+  if (!mode) return bad_value(key, value, "valid: ip, hostname");
+  config.address.mode = *mode;
   return {};
 }
 
@@ -112,14 +120,10 @@ Result<void> set_networks(Config& config, std::string_view key, std::string_view
 }
 
 Result<void> set_family(Config& config, std::string_view key, std::string_view value) {
-  if (value == "any")
-    config.address.family = Family::any;
-  else if (value == "ipv4")
-    config.address.family = Family::ipv4;
-  else if (value == "ipv6")
-    config.address.family = Family::ipv6;
-  else
-    return bad_value(key, value, "valid: any, ipv4, ipv6");
+  auto family =
+      choose<Family>(value, {{"any", Family::any}, {"ipv4", Family::ipv4}, {"ipv6", Family::ipv6}});
+  if (!family) return bad_value(key, value, "valid: any, ipv4, ipv6");
+  config.address.family = *family;
   return {};
 }
 
