@@ -72,15 +72,16 @@ Result<void> check_counts(const NodeInputs& in, std::size_t nnodes) {
 }
 
 // SLURM_STEP_TASKS_PER_NODE must agree with the node list and this node's count; torchrun mode
-// refuses a node with more than one task (it would start several launchers there).
-Result<void> check_layout(const NodeInputs& in, const Hostlist& nodes) {
+// refuses a node with more than one task (it would start several launchers there). Returns the
+// task count of the step's busiest node (this node's when Slurm does not list them).
+Result<std::uint32_t> check_layout(const NodeInputs& in, const Hostlist& nodes) {
   const std::size_t nnodes = nodes.size();
   if (in.tasks_per_node.empty()) {
-    if (in.mode != Mode::torchrun) return {};
+    if (in.mode != Mode::torchrun) return in.local_ntasks;
     if (in.local_ntasks > 1)
       return crowded(in.local_ntasks, "node " + node_name(nodes, in.node_id));
     if (in.ntasks > nnodes) return crowded(in.ntasks, number(nnodes) + " nodes");
-    return {};
+    return in.local_ntasks;
   }
   auto layout = summarize_tasks_per_node(in.tasks_per_node, in.node_id);
   if (!layout) return prefixed("SLURM_STEP_TASKS_PER_NODE", layout.error());
@@ -99,7 +100,7 @@ Result<void> check_layout(const NodeInputs& in, const Hostlist& nodes) {
     const unsigned tasks = counts ? (*counts)[layout->first_crowded] : 0;
     return crowded(tasks, "node " + node_name(nodes, layout->first_crowded));
   }
-  return {};
+  return layout->most;  // at most the step's task count, which fits in 32 bits
 }
 
 }  // namespace
@@ -134,7 +135,8 @@ Result<StepPlan> plan_step(const NodeInputs& in, const Hostlist& nodes,
                            std::string_view master_addr, PortRange port_window) {
   if (master_addr.empty()) return fail("no master address for the step (empty MASTER_ADDR)");
   if (auto counts = check_counts(in, nodes.size()); !counts) return std::unexpected(counts.error());
-  if (auto layout = check_layout(in, nodes); !layout) return std::unexpected(layout.error());
+  auto most_ntasks = check_layout(in, nodes);
+  if (!most_ntasks) return std::unexpected(std::move(most_ntasks.error()));
 
   PortInputs port_inputs;
   port_inputs.user_override = in.user_port;
@@ -155,6 +157,7 @@ Result<StepPlan> plan_step(const NodeInputs& in, const Hostlist& nodes,
   plan.ntasks = in.ntasks;
   plan.node_rank = in.node_id;
   plan.local_ntasks = in.local_ntasks;
+  plan.most_ntasks = *most_ntasks;
   if (in.mode == Mode::torchrun) {
     auto nproc = nproc_per_node(in);
     if (!nproc) return std::unexpected(std::move(nproc.error()));

@@ -151,14 +151,15 @@ Result<void> check_rank0_node(const StepPlan& plan, const Rank0Facts& facts, boo
 }
 
 Result<void> check_gpu_binding(Mode mode, std::optional<std::string_view> task_cuda_visible,
-                               std::uint32_t local_ntasks, bool keep) {
+                               std::uint32_t most_ntasks, bool keep) {
   const std::uint32_t seen = count_devices(task_cuda_visible);
-  if (keep || mode != Mode::tasks || seen == 0 || seen >= local_ntasks) return {};
-  return fail("each task sees " + number(seen) + " GPU (CUDA_VISIBLE_DEVICES=" +
-              std::string(*task_cuda_visible) + ") but this node runs " + number(local_ntasks) +
-              " tasks: torch.cuda.set_device(LOCAL_RANK) fails and NCCL loses peer-to-peer; use "
-              "--gpus-per-node=N (or --gres=gpu:N) without --gpus-per-task and with "
-              "--gpu-bind=none, or export DDP_GPU_BIND=task if the script uses cuda:0");
+  if (keep || mode != Mode::tasks || seen == 0 || seen >= most_ntasks) return {};
+  return fail("each task sees " + number(seen) + (seen == 1 ? " GPU" : " GPUs") +
+              " (CUDA_VISIBLE_DEVICES=" + std::string(*task_cuda_visible) +
+              ") but the step runs up to " + number(most_ntasks) +
+              " tasks per node: torch.cuda.set_device(LOCAL_RANK) fails and NCCL loses "
+              "peer-to-peer; use --gpus-per-node=N (or --gres=gpu:N) without --gpus-per-task and "
+              "with --gpu-bind=none, or export DDP_GPU_BIND=task if the script uses cuda:0");
 }
 
 bool srun_verbose(std::optional<std::string_view> srun_debug) {
