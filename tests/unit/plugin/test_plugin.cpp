@@ -200,6 +200,38 @@ TEST_F(Plugin, DerivesOmpThreadsAndExplainsUnderSrunVerbose) {
   EXPECT_EQ(env("MASTER_PORT"), "20123");
 }
 
+// A head name the resolver does not know: Slurm's address for it stands in (SLURM_NODE_ALIASES,
+// else NodeAddr through libslurm's lookups). glibc refuses a name with '_' without asking DNS.
+TEST_F(Plugin, SlurmsAddressStandsInForAHeadNameThatDoesNotResolve) {
+  const std::string head = own_address();
+  if (head.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv4 address to be rank 0";
+  if (!ddp::sys::resolve_host("ddp_fake_01", 5).unknown)
+    GTEST_SKIP() << "this machine's resolver does not say that ddp_fake_01 does not exist";
+  for (const bool aliases : {false, true}) {
+    SCOPED_TRACE(aliases ? "SLURM_NODE_ALIASES" : "NodeAddr");
+    TearDown();
+    SetUp();
+    remote_step("ddp_fake_01");
+    fake::step().env["SRUN_DEBUG"] = "4";
+    if (aliases)
+      fake::step().env["SLURM_NODE_ALIASES"] = "ddp_fake_01:" + head + ":ddp_fake_01";
+    else
+      fake::step().node_addrs["ddp_fake_01"] = head;
+    ASSERT_EQ(init(), 0);
+    ASSERT_EQ(option(nullptr, true), 0);
+    ASSERT_EQ(user_init(), 0);
+    ::testing::internal::CaptureStderr();
+    const int rc = task_init();
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    ASSERT_EQ(rc, 0) << errors();
+    EXPECT_EQ(env("MASTER_ADDR"), head);
+    const std::string origin = aliases ? "SLURM_NODE_ALIASES" : "NodeAddr in slurm.conf";
+    EXPECT_TRUE(contains(said, "MASTER_ADDR=" + head + " (Slurm's address for ddp_fake_01 (" +
+                                   origin + "); the name does not resolve)"))
+        << said;
+  }
+}
+
 TEST_F(Plugin, SrunRefusesATorchrunLayoutBeforeLaunch) {
   fake::step().context = S_CTX_LOCAL;
   fake::step().items = {{S_JOB_NNODES, 2}, {S_JOB_TOTAL_TASK_COUNT, 4}};
