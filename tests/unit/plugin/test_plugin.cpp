@@ -61,6 +61,19 @@ class Plugin : public ::testing::Test {
     if (options.empty()) return -99;
     return options.front().cb(options.front().val, value, remote ? 1 : 0);
   }
+  // A --ddp step up to its tasks: init with `args`, --ddp in slurmstepd, user_init.
+  ::testing::AssertionResult launched(std::vector<std::string> args = {}) {
+    if (init(std::move(args)) != 0) return ::testing::AssertionFailure() << "init failed";
+    if (option(nullptr, true) != 0) return ::testing::AssertionFailure() << "--ddp refused";
+    if (user_init() != 0) return ::testing::AssertionFailure() << "user_init failed";
+    return ::testing::AssertionSuccess();
+  }
+  // task_init's return value in `rc`, and what it wrote on stderr (the srun -v line).
+  std::string task_init_said(int& rc) {
+    ::testing::internal::CaptureStderr();
+    rc = task_init();
+    return ::testing::internal::GetCapturedStderr();
+  }
   int local_user_init() { return local_user_init_(fake::handle(), 0, nullptr); }
   int user_init() { return user_init_(fake::handle(), 0, nullptr); }
   int task_init() { return task_init_(fake::handle(), 0, nullptr); }
@@ -186,12 +199,9 @@ TEST_F(Plugin, DerivesOmpThreadsAndExplainsUnderSrunVerbose) {
   remote_step(head);
   fake::step().env["SRUN_DEBUG"] = "4";  // srun -v
   fake::step().env["DDP_MASTER_PORT"] = "20123";
-  ASSERT_EQ(init(), 0);
-  ASSERT_EQ(option(nullptr, true), 0);
-  ASSERT_EQ(user_init(), 0);
-  ::testing::internal::CaptureStderr();
-  const int rc = task_init();
-  const std::string said = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(launched());
+  int rc = -1;
+  const std::string said = task_init_said(rc);
   ASSERT_EQ(rc, 0) << errors();
   EXPECT_EQ(said, "ddp: " + head + ": MASTER_ADDR=" + head + " (" + head + " resolved to " + head +
                       "; " + std::string(ddp::k_address_rule) +
@@ -217,12 +227,9 @@ TEST_F(Plugin, SlurmsAddressStandsInForAHeadNameThatDoesNotResolve) {
       fake::step().env["SLURM_NODE_ALIASES"] = "ddp_fake_01:" + head + ":ddp_fake_01";
     else
       fake::step().node_addrs["ddp_fake_01"] = head;
-    ASSERT_EQ(init(), 0);
-    ASSERT_EQ(option(nullptr, true), 0);
-    ASSERT_EQ(user_init(), 0);
-    ::testing::internal::CaptureStderr();
-    const int rc = task_init();
-    const std::string said = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(launched());
+    int rc = -1;
+    const std::string said = task_init_said(rc);
     ASSERT_EQ(rc, 0) << errors();
     EXPECT_EQ(env("MASTER_ADDR"), head);
     const std::string origin = aliases ? "SLURM_NODE_ALIASES" : "NodeAddr in slurm.conf";
@@ -271,9 +278,7 @@ TEST_F(Plugin, ConfigErrorEndsDdpTasksInSlurmstepd) {
 
 TEST_F(Plugin, AFaultOnThisNodeEndsTheStepOnEveryNode) {
   remote_step("127.0.0.1");  // loopback never qualifies as MASTER_ADDR
-  ASSERT_EQ(init(), 0);
-  ASSERT_EQ(option(nullptr, true), 0);
-  ASSERT_EQ(user_init(), 0);
+  ASSERT_TRUE(launched());
   EXPECT_TRUE(contains(errors(), "ddp: 127.0.0.1: no usable address for \"127.0.0.1\""))
       << errors();
   EXPECT_EXIT(task_init(), ::testing::ExitedWithCode(1), "");
@@ -288,9 +293,7 @@ TEST_F(Plugin, AFaultOnThisNodeEndsTheStepOnEveryNode) {
 TEST_F(Plugin, ACancellationSlurmRefusesIsReportedWithTheWorkaround) {
   remote_step("127.0.0.1");
   fake::step().kill_result = -1;
-  ASSERT_EQ(init(), 0);
-  ASSERT_EQ(option(nullptr, true), 0);
-  ASSERT_EQ(user_init(), 0);
+  ASSERT_TRUE(launched());
   EXPECT_EQ(task_exit(), 0);
   EXPECT_TRUE(contains(errors(),
                        "cannot end the step on the other nodes (Invalid job id "
@@ -353,9 +356,7 @@ TEST_F(Plugin, ReadsValuesLongerThanAnyFirstBuffer) {
   fake::step().env["SLURM_STEP_NODELIST"] = nodes;
   fake::step().env["SLURM_STEP_TASKS_PER_NODE"] = "2,1(x5999)";
   fake::step().items[S_JOB_TOTAL_TASK_COUNT] = 6001;
-  ASSERT_EQ(init(), 0);
-  ASSERT_EQ(option(nullptr, true), 0);
-  ASSERT_EQ(user_init(), 0);
+  ASSERT_TRUE(launched());
   ASSERT_EQ(task_init(), 0) << errors();
   EXPECT_EQ(env("NNODES"), "6000");
   EXPECT_EQ(env("WORLD_SIZE"), "6001");
@@ -367,9 +368,7 @@ TEST_F(Plugin, PerTaskGpuBindingIsRefusedUnlessKept) {
   remote_step(head);
   // --gpus-per-task=1: Slurm has bound this task to GPU 1 before task_init.
   fake::step().env["CUDA_VISIBLE_DEVICES"] = "1";
-  ASSERT_EQ(init(), 0);
-  ASSERT_EQ(option(nullptr, true), 0);
-  ASSERT_EQ(user_init(), 0);
+  ASSERT_TRUE(launched());
   EXPECT_EXIT(task_init(), ::testing::ExitedWithCode(1),
               "each task sees 1 GPU \\(CUDA_VISIBLE_DEVICES=1\\) but the step runs up to 2 tasks");
   fake::step().env["DDP_GPU_BIND"] = "task";
@@ -384,9 +383,7 @@ TEST_F(Plugin, ASetenvSlurmRefusesEndsTheTaskNamingTheVariable) {
   if (head.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv4 address to be rank 0";
   remote_step(head);
   fake::step().refuse_setenv = "RANK";
-  ASSERT_EQ(init(), 0);
-  ASSERT_EQ(option(nullptr, true), 0);
-  ASSERT_EQ(user_init(), 0);
+  ASSERT_TRUE(launched());
   EXPECT_EXIT(task_init(), ::testing::ExitedWithCode(1), "ddp: cannot set RANK \\(--ddp\\)");
 }
 
@@ -413,9 +410,7 @@ TEST_F(Plugin, EnvFileIsExportedAndAnUnreadableOneIsAFaultOfThisNode) {
   std::ofstream(path) << "NCCL_DEBUG=INFO\nNCCL_IB_HCA=mlx5\n";
   remote_step(head);
   fake::step().env["NCCL_DEBUG"] = "WARN";  // the user's own value wins (env_override=no)
-  ASSERT_EQ(init({"env_file=" + path}), 0);
-  ASSERT_EQ(option(nullptr, true), 0);
-  ASSERT_EQ(user_init(), 0);
+  ASSERT_TRUE(launched({"env_file=" + path}));
   ASSERT_EQ(task_init(), 0) << errors();
   EXPECT_EQ(env("NCCL_DEBUG"), "WARN");
   EXPECT_EQ(env("NCCL_IB_HCA"), "mlx5");
@@ -424,9 +419,7 @@ TEST_F(Plugin, EnvFileIsExportedAndAnUnreadableOneIsAFaultOfThisNode) {
   TearDown();
   SetUp();
   remote_step(head);
-  ASSERT_EQ(init({"env_file=" + path}), 0);
-  ASSERT_EQ(option(nullptr, true), 0);
-  ASSERT_EQ(user_init(), 0);
+  ASSERT_TRUE(launched({"env_file=" + path}));
   EXPECT_TRUE(contains(errors(), "env_file: ")) << errors();
   EXPECT_TRUE(contains(errors(), path)) << errors();
   EXPECT_EXIT(task_init(), ::testing::ExitedWithCode(1), "");
