@@ -211,3 +211,18 @@ with open(sys.argv[2], "a", buffering=1) as log:
   # The name really went to the DNS server, which never answered.
   grep -qx 'node01-dns' "$queries"
 }
+
+@test "socket_ifname=auto: a real gloo init_process_group runs with the interfaces it names" {
+  need_torch
+  "$CLUSTER" set-plugstack "socket_ifname=auto"
+  run "$CLUSTER" run srun -N3 --ntasks-per-node=1 --ddp bash -c \
+    'echo ifname $(hostname) $NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME; exec /usr/bin/python3 "$1"' \
+    allreduce "$REPO/contrib/examples/allreduce.py"
+  [ "$status" -eq 0 ]
+  # NCCL's exact-match syntax, and the bare name Gloo matches exactly ("=eth0" makes Gloo fail
+  # with "Unable to find address for: =eth0").
+  [ "$(grep '^ifname ' <<<"$output" | sort)" = "ifname node01 =eth0 eth0
+ifname node02 =eth0 eth0
+ifname node03 =eth0 eth0" ]
+  [ "$(grep -c "allreduce_sum=3 expected=3" <<<"$output")" -eq 3 ]
+}
