@@ -239,6 +239,35 @@ TEST_F(Plugin, SlurmsAddressStandsInForAHeadNameThatDoesNotResolve) {
   }
 }
 
+TEST_F(Plugin, TorchrunModeWithSocketIfnameAuto) {
+  const std::string head = own_address();
+  if (head.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv4 address to be rank 0";
+  std::string interface;
+  for (const ddp::InterfaceAddress& i : ddp::sys::interface_addresses())
+    if (i.address.to_string() == head) interface = i.name;
+  ASSERT_FALSE(interface.empty()) << head;
+  remote_step(head);
+  fake::step().items[S_JOB_TOTAL_TASK_COUNT] = 2;
+  fake::step().items[S_JOB_LOCAL_TASK_COUNT] = 1;
+  fake::step().global_ids = {0};
+  fake::step().env["SLURM_STEP_TASKS_PER_NODE"] = "1(x2)";
+  fake::step().env["SLURM_GPUS_ON_NODE"] = "4";
+  ASSERT_TRUE(launched({"default_mode=torchrun", "socket_ifname=auto"}));
+  ASSERT_EQ(task_init(), 0) << errors();
+  const std::pair<const char*, std::string> expected[] = {{"MASTER_ADDR", head},
+                                                          {"NNODES", "2"},
+                                                          {"NODE_RANK", "0"},
+                                                          {"NPROC_PER_NODE", "4"},
+                                                          {"WORLD_SIZE", "8"},
+                                                          {"PET_NPROC_PER_NODE", "4"},
+                                                          {"PET_MASTER_ADDR", head},
+                                                          {"RANK", "<unset>"},
+                                                          {"LOCAL_RANK", "<unset>"},
+                                                          {"NCCL_SOCKET_IFNAME", "=" + interface},
+                                                          {"GLOO_SOCKET_IFNAME", interface}};
+  for (const auto& [name, value] : expected) EXPECT_EQ(env(name), value) << name;
+}
+
 TEST_F(Plugin, SrunRefusesATorchrunLayoutBeforeLaunch) {
   fake::step().context = S_CTX_LOCAL;
   fake::step().items = {{S_JOB_NNODES, 2}, {S_JOB_TOTAL_TASK_COUNT, 4}};
