@@ -39,6 +39,8 @@ setup() {
   if ! status=$("$CLUSTER" status 2>/dev/null) || ! grep -qx "site: ibex" <<<"$status"; then
     "$CLUSTER" up --site ibex --plugin "$plugin" >"$GPU_WORK/up.log" 2>&1 ||
       { cat "$GPU_WORK/up.log" >&2; return 1; }
+  else
+    "$CLUSTER" install-plugin "$plugin"   # a cluster left up runs this build's plugin too
   fi
   "$CLUSTER" set-plugstack ""
   "$CLUSTER" set-plugstack-kind required
