@@ -8,6 +8,7 @@
 #include <slurm/slurm_errno.h>
 #include <slurm/slurm_version.h>
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -131,17 +132,32 @@ FAKE_EXPORT void slurm_info(const char* fmt, ...) {
   va_end(args);
 }
 
-// libslurm's, found by the plugin with dlsym at run time, with the header's argument list.
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+// libslurm's, found by the plugin with dlsym at run time, with the argument list of the release
+// whose headers this is built with (a mismatch with slurm.h's declaration does not compile):
+// (job, step, signal) up to 23.02, (job, step, signal, flags) from 23.11, (slurm_step_id_t *,
+// signal, flags) in 26.05.
+namespace fake {
+int kill(std::uint32_t job_id, std::uint32_t step_id, std::uint16_t signal) {
+  step().kills.push_back({job_id, step_id, signal});
+  if (step().kill_result != 0) errno = ESLURM_INVALID_JOB_ID;
+  return step().kill_result;
+}
+}  // namespace fake
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+FAKE_EXPORT int slurm_kill_job_step(slurm_step_id_t* step_id, uint16_t signal, uint16_t /*flags*/) {
+  return fake::kill(step_id->job_id, step_id->step_id, signal);
+}
+#elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
 FAKE_EXPORT int slurm_kill_job_step(uint32_t job_id, uint32_t step_id, uint16_t signal,
                                     uint16_t /*flags*/) {
+  return fake::kill(job_id, step_id, signal);
+}
 #else
 FAKE_EXPORT int slurm_kill_job_step(uint32_t job_id, uint32_t step_id, uint16_t signal) {
-#endif
-  fake::step().kills.push_back({job_id, step_id, signal});
-  if (fake::step().kill_result != 0) errno = ESLURM_INVALID_JOB_ID;
-  return fake::step().kill_result;
+  return fake::kill(job_id, step_id, signal);
 }
+#endif
 
 FAKE_EXPORT char* slurm_strerror(int error) {
   return const_cast<char*>(error == ESLURM_INVALID_JOB_ID ? "Invalid job id specified"
