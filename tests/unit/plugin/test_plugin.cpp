@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <slurm/slurm.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -435,7 +436,9 @@ TEST_F(Plugin, BatchAndExternStepsAreLeftAlone) {
 TEST_F(Plugin, EnvFileIsExportedAndAnUnreadableOneIsAFaultOfThisNode) {
   const std::string head = own_address();
   if (head.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv4 address to be rank 0";
-  const std::string path = ::testing::TempDir() + "ddp-plugin-test.env";
+  // One file per process: ctest -j may run this test beside another copy of itself.
+  const std::string path =
+      ::testing::TempDir() + "ddp-plugin-test-" + std::to_string(::getpid()) + ".env";
   std::ofstream(path) << "NCCL_DEBUG=INFO\nNCCL_IB_HCA=mlx5\n";
   remote_step(head);
   fake::step().env["NCCL_DEBUG"] = "WARN";  // the user's own value wins (env_override=no)
