@@ -408,6 +408,21 @@ TEST_F(Plugin, PerTaskGpuBindingIsRefusedUnlessKept) {
   EXPECT_EQ(env("CUDA_VISIBLE_DEVICES"), "1");  // Slurm's binding is left as it is
 }
 
+TEST_F(Plugin, AnUnevenStepIsRefusedOnItsOneTaskNodeToo) {
+  remote_step("ddp-fake-01");
+  // Node 1 of "2,1": one task, bound to one GPU, enough for itself; node 0 refuses its two.
+  fake::step().items[S_JOB_NODEID] = 1;
+  fake::step().items[S_JOB_LOCAL_TASK_COUNT] = 1;
+  fake::step().global_ids = {2};
+  fake::step().env["CUDA_VISIBLE_DEVICES"] = "0";
+  ASSERT_TRUE(launched({"addr=hostname"})) << errors();  // no resolver: the name is exported
+  as_task(0);
+  fake::step().items[S_TASK_GLOBAL_ID] = 2;
+  EXPECT_EXIT(task_init(), ::testing::ExitedWithCode(1),
+              "ddp-fake-02: each task sees 1 GPU \\(CUDA_VISIBLE_DEVICES=0\\) but the step runs up "
+              "to 2 tasks per node");
+}
+
 TEST_F(Plugin, ASetenvSlurmRefusesEndsTheTaskNamingTheVariable) {
   const std::string head = own_address();
   if (head.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv4 address to be rank 0";
