@@ -67,6 +67,14 @@ void say(const std::string& line) {
   std::fprintf(stderr, "ddp-check: %s\n", line.c_str());
 }
 
+// What the plugin's socket_ifname=auto exports for interface `name` (bare or "=name"): NCCL
+// gets "=name", an exact match (NCCL reads a bare "ib0" as a prefix of ib0, ib01, ...); gloo
+// matches names exactly and takes no '='.
+std::string auto_ifname_settings(std::string_view name) {
+  if (name.starts_with('=')) name.remove_prefix(1);
+  return "NCCL_SOCKET_IFNAME=" + exact_ifname(name) + " GLOO_SOCKET_IFNAME=" + std::string(name);
+}
+
 int show_topology(const Options& o) {
   auto topo = o.topology ? load_topology_xml(*o.topology) : load_live_topology();
   if (!topo) {
@@ -80,8 +88,9 @@ int show_topology(const Options& o) {
     std::printf("route to %s: %s\n", o.route_to->c_str(), route ? route->c_str() : "none");
   }
   auto ifname = choose_socket_ifname(topo->interfaces, route);
-  std::printf("NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME (auto): %s\n",
-              ifname ? ifname->c_str() : ("none: " + ifname.error().message).c_str());
+  std::printf("socket_ifname=auto sets %s\n", ifname
+                                                  ? auto_ifname_settings(*ifname).c_str()
+                                                  : ("nothing: " + ifname.error().message).c_str());
   if (!o.topology) {
     // The plugin's rule (rules.hpp), fed with what this process sees: its own CPUs stand for
     // the step's, as in the plugin when slurmstepd's mask is unknown.
@@ -130,7 +139,7 @@ std::string ifname_advice(const std::vector<Hello>& hellos) {
     if (h.ifname != "?") names.insert(h.ifname);
   }
   if (names.size() == 1) {
-    return "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME for `auto`: " + exact_ifname(*names.begin());
+    return "socket_ifname=auto sets " + auto_ifname_settings(*names.begin());
   }
   std::string text = "nodes reach rank 0 through different interfaces:";
   for (const auto& n : names) text += " " + exact_ifname(n);

@@ -22,7 +22,7 @@ struct InterfaceAddress {
   IpAddress address;
 };
 
-// The NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME value that selects exactly `name` ("=ib0"): NCCL
+// The NCCL_SOCKET_IFNAME value that selects exactly `name` ("=ib0"): NCCL
 // reads a bare name as a prefix, so "ib0" would also select ib0.8001.
 // https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname
 std::string exact_ifname(std::string_view name);

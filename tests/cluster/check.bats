@@ -94,7 +94,7 @@ within_bound() {
   port=$(grep -o "reached $SUBNET.11:[0-9]*" <<<"$output" | cut -d: -f2)
   [ -n "$port" ]
   diff <(table_3x2) <(grep -E '^(NODE|[0-9]+ +node)' <<<"$output")
-  [[ "$output" == *'NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME for `auto`: =eth0'* ]]
+  [[ "$output" == *'socket_ifname=auto sets NCCL_SOCKET_IFNAME==eth0 GLOO_SOCKET_IFNAME=eth0'* ]]
   [[ "$output" == *"NCCL phase skipped: "* ]]   # no GPU here: skipped visibly, not failed
   grep -qE "^ddp-check: OK: 6 ranks on 3 nodes reached $SUBNET\.11:$port in [0-9.]+ s$" <<<"$output"
   [[ "$output" != *FAIL* ]]

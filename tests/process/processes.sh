@@ -207,7 +207,7 @@ case "$scenario" in
     expect_out rank0-node0-0 "NODE  HOST   RANKS  LOCAL RANKS  GPUS   INTERFACE      ADDRESS"
     expect_out rank0-node0-0 "0     node0  0-2    0-2          0,1,2  lo (loopback)  127.0.0.1"
     expect_out rank0-node0-0 "1     node1  3-5    0-2          0,1,2  lo (loopback)  127.0.0.1"
-    expect_out rank0-node0-0 "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME for \`auto\`: =lo"
+    expect_out rank0-node0-0 "socket_ifname=auto sets NCCL_SOCKET_IFNAME==lo GLOO_SOCKET_IFNAME=lo"
     expect_out rank0-node0-0 "ddp-check: OK: 6 ranks on 2 nodes reached 127.0.0.1:$port"
     ;;
   torchrun)  # --ddp=torchrun: 3 node launchers, 4 workers each
