@@ -141,7 +141,7 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
     ++line_no;
     auto f = fields_of(line);
     if (value_of(f, "PartitionName").empty())
-      return ddp::fail({"scontrol show partition", line_no, 1},
+      return ddp::fail(ddp::Location{"scontrol show partition", line_no, 1},
                        "no PartitionName= in \"" + line.substr(0, 60) + "\"");
     facts.partitions.push_back(partition_of(f));
   }
@@ -150,7 +150,7 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
     ++line_no;
     auto f = fields_of(line);
     if (value_of(f, "NodeName").empty())
-      return ddp::fail({"scontrol show node", line_no, 1},
+      return ddp::fail(ddp::Location{"scontrol show node", line_no, 1},
                        "no NodeName= in \"" + line.substr(0, 60) + "\"");
     facts.nodes.push_back(node_of(f));
   }

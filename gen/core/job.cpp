@@ -11,7 +11,8 @@ const std::vector<std::string>& job_container_keys() {
   return keys;
 }
 const std::vector<std::string>& job_checkpoint_keys() {
-  static const std::vector<std::string> keys = {"dir", "requeue", "signal", "signal_time"};
+  static const std::vector<std::string> keys = {
+      "dir", "requeue", "signal", "signal_time", "max_restarts", "requeue_on_failure"};
   return keys;
 }
 const std::vector<std::string>& job_mail_keys() {
@@ -75,8 +76,15 @@ Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
     if (key == "signal")
       c.signal = r.choice(value, path, {"USR1", "USR2", "TERM", "INT", "HUP", "URG"});
     if (key == "signal_time") c.signal_time = r.integer(value, path, 1, 65535);
+    if (key == "max_restarts") c.max_restarts = r.integer(value, path, 0, 10000);
+    if (key == "requeue_on_failure") c.requeue_on_failure = r.boolean(value, path);
   }
   if (c.dir.empty()) r.reject(node, "checkpoint", "\"checkpoint.dir\" is required");
+  if (c.requeue_on_failure && !c.requeue)
+    r.reject(
+        node, "checkpoint",
+        "\"checkpoint.requeue_on_failure\" needs \"checkpoint.requeue: true\" (the job must be "
+        "requeueable)");
   return c;
 }
 

@@ -35,6 +35,10 @@ struct Checkpoint {
   bool requeue = false;
   std::string signal = "USR1";
   long signal_time = 120;  // seconds before the time limit
+  // Requeues of one job at most, whatever caused them (SLURM_RESTART_COUNT): a job that keeps
+  // failing or keeps being preempted stops instead of looping.
+  long max_restarts = 10;
+  bool requeue_on_failure = false;  // a run that exits non-zero is requeued too
 };
 
 struct Mail {

@@ -69,6 +69,8 @@ const Types& job_types() {
       {"checkpoint.requeue", k_boolean},
       {"checkpoint.signal", choice({"USR1", "USR2", "TERM", "INT", "HUP", "URG"})},
       {"checkpoint.signal_time", integer(1, 65535)},
+      {"checkpoint.max_restarts", integer(0, 10000)},
+      {"checkpoint.requeue_on_failure", k_boolean},
       {"mail.user", k_scalar},
       {"mail.type", k_scalar},
   };
