@@ -137,6 +137,23 @@ def load_checkpoint(path: str):
     return torch.load(path, map_location="cpu")
 
 
+class Heartbeat:
+    """Touches $DDP_HEARTBEAT_FILE, when set (ddp-watch --heartbeat exports it), at most once a
+    second: progress that ddp-watch sees even when nothing is printed for a long while. One
+    rank is enough: in synchronous training a stuck rank soon stops every other."""
+
+    def __init__(self, enabled: bool):
+        self.path = os.environ.get("DDP_HEARTBEAT_FILE", "") if enabled else ""
+        self.last = 0.0
+
+    def beat(self) -> None:
+        now = time.monotonic()
+        if self.path and now - self.last >= 1.0:
+            with open(self.path, "a"):
+                os.utime(self.path)
+            self.last = now
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--epochs", type=int, default=5, help="epochs in total (default 5)")
@@ -235,6 +252,7 @@ def main(argv=None) -> int:
         seen = torch.tensor([1 if os.path.exists(notice) else 0], device=device)
         dist.all_reduce(seen, op=dist.ReduceOp.MAX)
         return seen.item() == 1
+    heartbeat = Heartbeat(rank == 0)
 
     for epoch in range(first_epoch, args.epochs):
         started = time.monotonic()
@@ -265,6 +283,7 @@ def main(argv=None) -> int:
                 dist.barrier()
                 dist.destroy_process_group()
                 return 0
+            heartbeat.beat()
         if args.epoch_sleep > 0:
             time.sleep(args.epoch_sleep)
         dist.all_reduce(total)  # the epoch's mean loss over every sample of every rank

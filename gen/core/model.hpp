@@ -41,6 +41,15 @@ struct Checkpoint {
   bool requeue_on_failure = false;  // a run that exits non-zero is requeued too
 };
 
+// ddp-watch around the training step (doc/ddp-watch.md); durations in seconds.
+struct Watchdog {
+  long timeout = 0;        // no progress for this long is a stall (required)
+  long startup = 0;        // allowance before the first progress; 0: the timeout
+  long grace = 20;         // time the ranks get to print their stacks
+  bool heartbeat = false;  // export DDP_HEARTBEAT_FILE for the program to touch
+  bool requeue = false;    // on_stall: requeue (within checkpoint.max_restarts) instead of failing
+};
+
 struct Mail {
   std::string user;
   std::string type = "END,FAIL";
@@ -63,6 +72,7 @@ struct Job {
   std::vector<std::string> modules;
   std::optional<Container> container;
   std::optional<Checkpoint> checkpoint;
+  std::optional<Watchdog> watchdog;
   std::string output;
   std::string error;
   std::optional<Mail> mail;

@@ -145,6 +145,10 @@ void check_job_text(const Job& job, const Profile& profile) {
   check_mail(job);
   if (job.script.starts_with("-"))
     reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
+  if (job.watchdog && job.watchdog->requeue && !(job.checkpoint && job.checkpoint->requeue))
+    reject(job, "watchdog",
+           "\"watchdog.on_stall: requeue\" needs \"checkpoint.requeue: true\": the restart cap "
+           "(checkpoint.max_restarts) and the requeue of this task alone come from there");
   if (job.checkpoint && job.checkpoint->signal_time >= job.time)
     reject(job, "checkpoint",
            "\"checkpoint.signal_time\" (" + std::to_string(job.checkpoint->signal_time) +
@@ -342,6 +346,7 @@ Plan make_plan(const Job& job, const Profile& profile) {
                              ck.max_restarts, ck.requeue_on_failure};
   }
   add_directives(plan, job, profile, c, tasks_per_node);
+  if (job.watchdog) plan.watchdog = job.watchdog;
   add_launch(plan, job, profile, tasks_per_node);
 
   plan.module_purge = profile.module_purge;

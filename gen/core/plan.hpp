@@ -44,6 +44,7 @@ struct Plan {
   std::string checkpoint_dir;
   std::optional<Requeue> requeue;
   bool preflight = false;
+  std::optional<Watchdog> watchdog;  // ddp-watch around the training step
   std::string local_scratch;
   // Launch.
   bool plugin = false;

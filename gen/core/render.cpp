@@ -149,7 +149,21 @@ mu::data requeue_data(const Plan& plan) {
   out.set("grace", std::to_string(r.grace));
   out.set("max_restarts", std::to_string(r.max_restarts));
   out.set("on_failure", r.on_failure);
+  out.set("on_stall", plan.watchdog && plan.watchdog->requeue);
   return out;
+}
+
+// ddp-watch's options: all numbers, and file names made of $SLURM_JOB_ID only. The stacks and
+// the heartbeat live in the job's working directory, which the batch host and every node see.
+mu::data watchdog_data(const Plan& plan) {
+  if (!plan.watchdog) return mu::data(false);
+  const Watchdog& w = *plan.watchdog;
+  std::string args = "--timeout=" + std::to_string(w.timeout);
+  if (w.startup > 0) args += " --startup=" + std::to_string(w.startup);
+  args += " --grace=" + std::to_string(w.grace);
+  args += " --stacks=\"ddp-watch-${SLURM_JOB_ID}.stacks\"";
+  if (w.heartbeat) args += " --heartbeat=\"ddp-heartbeat-${SLURM_JOB_ID}\"";
+  return mu::data("args", args);
 }
 
 // The header, the directives and the environment: everything before the launch.
@@ -188,6 +202,7 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   checkpoint.set("dir", plan.checkpoint_dir);
   d.set("checkpoint", optional_object(!plan.checkpoint_dir.empty(), checkpoint));
   d.set("requeue", requeue_data(plan));
+  d.set("watchdog", watchdog_data(plan));
 }
 
 // The preflight and training steps.
