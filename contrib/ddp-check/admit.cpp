@@ -3,19 +3,14 @@
 
 #include <string>
 
+#include "text.hpp"
+
 namespace ddp::check {
 namespace {
 
 std::string step_text(std::string_view job, std::string_view step) {
   if (job == "-") return "no Slurm job";
   return "job " + std::string(job) + " step " + std::string(step);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -29,14 +24,11 @@ bool iequals(std::string_view a, std::string_view b) {
 
 // socket=PATH from one AuthInfo value ("socket=/run/munge/munge.socket.2,cred_expire=10").
 std::optional<std::string> socket_option(std::string_view value) {
-  while (!value.empty()) {
-    auto comma = value.find(',');
-    auto item = trim(value.substr(0, comma));
+  for (std::string_view field : text::split(value, ',')) {
+    const std::string_view item = text::trim(field);
     if (auto eq = item.find('=');
         eq != std::string_view::npos && iequals(item.substr(0, eq), "socket"))
-      return std::string(trim(item.substr(eq + 1)));
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
+      return std::string(text::trim(item.substr(eq + 1)));
   }
   return std::nullopt;
 }
@@ -105,15 +97,12 @@ std::string describe_refusal(std::string_view peer, const Hello* claimed, std::s
 
 std::optional<std::string> munge_socket_from_slurm_conf(std::string_view conf_text) {
   std::optional<std::string> found;
-  while (!conf_text.empty()) {
-    auto newline = conf_text.find('\n');
-    auto line = trim(conf_text.substr(0, newline));
-    conf_text.remove_prefix(newline == std::string_view::npos ? conf_text.size() : newline + 1);
-    if (auto hash = line.find('#'); hash != std::string_view::npos)
-      line = trim(line.substr(0, hash));
+  for (std::string_view line : text::split(conf_text, '\n')) {
+    line = text::trim(line.substr(0, line.find('#')));
     auto eq = line.find('=');
-    if (eq == std::string_view::npos || !iequals(trim(line.substr(0, eq)), "AuthInfo")) continue;
-    if (auto socket = socket_option(trim(line.substr(eq + 1)))) found = socket;
+    if (eq == std::string_view::npos || !iequals(text::trim(line.substr(0, eq)), "AuthInfo"))
+      continue;
+    if (auto socket = socket_option(text::trim(line.substr(eq + 1)))) found = socket;
   }
   return found;
 }

@@ -94,7 +94,9 @@ int show_topology(const Options& o) {
     if (cpus_on_node) in.cpus_on_node = *cpus_on_node;
     in.task_cpus = sys::affinity_cpus();
     if (auto local = getenv_lookup("LOCAL_WORLD_SIZE")) {
-      in.local_ntasks = text::parse_uint<std::uint32_t>(*local).value_or(1);
+      // --topology only reports: a malformed LOCAL_WORLD_SIZE counts as one task, not an error.
+      in.local_ntasks = static_cast<std::uint32_t>(
+          text::parse_unsigned(*local, 1, 0xffffffffull, "LOCAL_WORLD_SIZE").value_or(1));
     }
     auto omp = omp_num_threads(in);
     const bool kept = in.current && !in.current->empty();

@@ -25,22 +25,17 @@ std::string token(std::string_view value, std::size_t max_chars = k_max_value) {
   return out;
 }
 
+// The words of `line`, however many spaces are between them.
 std::vector<std::string_view> split_spaces(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && line[i] == ' ') ++i;
-    std::size_t j = i;
-    while (j < line.size() && line[j] != ' ') ++j;
-    if (j > i) out.push_back(line.substr(i, j - i));
-    i = j;
-  }
-  return out;
+  std::vector<std::string_view> words = text::split(line, ' ');
+  std::erase(words, std::string_view{});
+  return words;
 }
 
-// `s` shown in an error message: printable, bounded.
+// `s` shown in an error message: quoted, bounded, and printable ASCII even where `s` holds
+// UTF-8 (text::quote keeps it), because a peer's bytes are not to reach a terminal.
 std::string shown(std::string_view s) {
-  return "\"" + printable(s, 60) + "\"";
+  return text::quote(printable(s, 60));
 }
 
 // The keys of a hello, in the order format_hello() writes them; `cred` must come last.

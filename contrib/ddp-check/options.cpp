@@ -7,12 +7,13 @@
 #include <utility>
 
 #include "admit.hpp"
-#include "rules.hpp"
 #include "text.hpp"
 
 namespace ddp::check {
 namespace {
 
+// A positive decimal such as "2.5". Only ddp-check reads fractions (seconds, GB/s), so this
+// stays here rather than beside text::parse_unsigned; the sign and trailing text are refused.
 std::optional<double> parse_positive(std::string_view s) {
   if (s.empty() || !((s.front() >= '0' && s.front() <= '9') || s.front() == '.')) {
     return std::nullopt;
@@ -28,8 +29,8 @@ std::optional<double> parse_positive(std::string_view s) {
 Result<double> parse_timeout(std::string_view what, std::string_view text) {
   auto value = parse_positive(text);
   if (!value || *value > 3600) {
-    return fail(std::string(what) + "=\"" + std::string(text.substr(0, 40)) +
-                "\": expected seconds, greater than 0 and at most 3600");
+    return fail(std::string(what) + " " + text::quote(text, 40) +
+                ": expected seconds, greater than 0 and at most 3600");
   }
   return *value;
 }
@@ -37,26 +38,28 @@ Result<double> parse_timeout(std::string_view what, std::string_view text) {
 Result<double> parse_busbw(std::string_view what, std::string_view text) {
   auto value = parse_positive(text);
   if (!value) {
-    return fail(std::string(what) + "=\"" + std::string(text.substr(0, 40)) +
-                "\": expected a bus bandwidth in GB/s greater than 0");
+    return fail(std::string(what) + " " + text::quote(text, 40) +
+                ": expected a bus bandwidth in GB/s greater than 0");
   }
   return *value;
 }
 
-Result<std::uint32_t> need_u32(const EnvLookup& env, std::string_view name, std::string_view hint) {
+constexpr std::uint64_t k_max_u32 = 0xffffffffull;
+
+// The variable `name`, a whole number from `min` to 2^32-1; `hint` follows "is not set".
+Result<std::uint32_t> need_u32(const EnvLookup& env, std::string_view name, std::string_view hint,
+                               std::uint64_t min = 0) {
   auto value = env(name);
   if (!value) return fail(std::string(name) + " is not set" + std::string(hint));
-  auto n = text::parse_uint<std::uint64_t>(*value);
-  if (!n || *n > 0xffffffffull) {
-    return fail(std::string(name) + "=\"" + value->substr(0, 40) +
-                "\": expected a non-negative integer");
-  }
+  auto n = text::parse_unsigned(*value, min, k_max_u32, name);
+  if (!n) return std::unexpected(std::move(n.error()));
   return static_cast<std::uint32_t>(*n);
 }
 
-Result<std::optional<std::uint32_t>> maybe_u32(const EnvLookup& env, std::string_view name) {
+Result<std::optional<std::uint32_t>> maybe_u32(const EnvLookup& env, std::string_view name,
+                                               std::uint64_t min = 0) {
   if (!env(name)) return std::optional<std::uint32_t>{};
-  auto n = need_u32(env, name, "");
+  auto n = need_u32(env, name, "", min);
   if (!n) return std::unexpected(n.error());
   return std::optional<std::uint32_t>{*n};
 }
@@ -114,8 +117,8 @@ struct Cursor {
 Result<AuthMode> parse_auth(std::string_view what, std::string_view text) {
   if (text == "munge") return AuthMode::munge;
   if (text == "none") return AuthMode::none;
-  return fail(std::string(what) + "=\"" + std::string(text.substr(0, 40)) +
-              "\": unknown authentication (valid: munge, none)");
+  return fail(std::string(what) + " " + text::quote(text, 40) +
+              ": unknown authentication (valid: munge, none)");
 }
 
 Result<void> apply_env(Options& o, const EnvLookup& env) {
@@ -144,17 +147,13 @@ Result<void> apply_mode(Options& o, std::string_view v) {
   else if (v == "torchrun")
     o.scope = Scope::nodes;
   else
-    return fail("--mode=" + std::string(v.substr(0, 40)) +
-                ": unknown mode (valid: tasks, torchrun)");
+    return fail("--mode " + text::quote(v, 40) + ": unknown mode (valid: tasks, torchrun)");
   return {};
 }
 
 Result<void> apply_nccl_bytes(Options& o, std::string_view v) {
-  auto n = text::parse_uint<std::uint64_t>(v);
-  if (!n || *n < 4 || *n > (16ull << 30)) {
-    return fail("--nccl-bytes=" + std::string(v.substr(0, 40)) +
-                ": expected a size in bytes from 4 to 17179869184");
-  }
+  auto n = text::parse_unsigned(v, 4, 16ull << 30, "--nccl-bytes");
+  if (!n) return std::unexpected(std::move(n.error()));
   o.nccl_bytes = *n;
   return {};
 }
@@ -208,6 +207,20 @@ std::optional<Result<void>> apply_valued(Options& o, Cursor& c) {
   return std::nullopt;
 }
 
+// Every option usage() lists, for the did-you-mean of an unknown one.
+constexpr std::string_view k_option_names[] = {
+    "--timeout",  "--mode", "--no-nccl", "--nccl-min-busbw", "--nccl-bytes",   "--topology",
+    "--route-to", "--auth", "--help",    "--version",        "--munge-socket",
+};
+
+// `unknown option "--timout" (did you mean "--timeout"? see --help)`.
+std::unexpected<Error> unknown_option(const Cursor& c) {
+  std::string message = "unknown option " + text::quote(c.args[c.i], 40) + " (";
+  if (auto best = text::did_you_mean(c.name, k_option_names); !best.empty())
+    message += "did you mean " + text::quote(best) + "? ";
+  return fail(message + "see --help)");
+}
+
 // Options without a value, and --topology with its optional file.
 Result<void> apply_flag(Options& o, Cursor& c) {
   if (c.name == "--topology") {
@@ -225,8 +238,7 @@ Result<void> apply_flag(Options& o, Cursor& c) {
                : c.name == "--help" || c.name == "-h" ? &o.help
                : c.name == "--version"                ? &o.version
                                                       : nullptr;
-  if (!flag)
-    return fail("unknown option \"" + std::string(c.args[c.i].substr(0, 40)) + "\" (see --help)");
+  if (!flag) return unknown_option(c);
   if (auto r = c.no_value(); !r) return r;
   *flag = c.name != "--no-nccl";
   return {};
@@ -268,11 +280,9 @@ Result<void> read_master(const EnvLookup& env, Identity& id) {
   auto port_text = env("MASTER_PORT");
   if (!port_text) port_text = env("PET_MASTER_PORT");
   if (!port_text) return fail("MASTER_PORT is not set" + std::string(k_hint));
-  auto port = parse_port(*port_text);
-  if (!port) {
-    return fail("MASTER_PORT=\"" + port_text->substr(0, 40) + "\": expected a port 1-65535");
-  }
-  id.master_port = *port;
+  auto port = text::parse_unsigned(*port_text, 1, 65535, "MASTER_PORT");
+  if (!port) return std::unexpected(std::move(port.error()));
+  id.master_port = static_cast<std::uint16_t>(*port);
   return {};
 }
 
@@ -283,10 +293,9 @@ Result<void> read_launcher(const EnvLookup& env, Hello& h) {
   h.world_size = *h.nnodes;
   h.local_rank = 0;
   h.local_world_size = 1;
-  auto nproc = maybe_u32(env, "NPROC_PER_NODE");
+  auto nproc = maybe_u32(env, "NPROC_PER_NODE", 1);
   if (!nproc) return std::unexpected(nproc.error());
   h.nproc_per_node = nproc->value_or(1);
-  if (h.nproc_per_node == 0) return fail("NPROC_PER_NODE=0: expected at least 1");
   auto world = maybe_u32(env, "WORLD_SIZE");
   if (!world) return std::unexpected(world.error());
   if (*world && std::uint64_t{**world} != std::uint64_t{*h.nnodes} * h.nproc_per_node) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "text.hpp"
+
 namespace ddp::check {
 namespace {
 
@@ -19,15 +21,6 @@ std::string rank_noun(Scope scope) {
 }
 std::string world_noun(Scope scope) {
   return scope == Scope::ranks ? "WORLD_SIZE" : "NNODES";
-}
-
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += sep;
-    out += item;
-  }
-  return out;
 }
 
 std::string plural(std::size_t n, std::string_view one, std::string_view many) {
@@ -64,7 +57,7 @@ std::map<NodeKey, NodeView> group_nodes(std::span<const Hello> hellos) {
 std::string node_label(const NodeKey& key, const NodeView& view) {
   std::vector<std::string> hosts(view.hosts.begin(), view.hosts.end());
   if (key.node_rank == k_no_node) return "host " + key.host;
-  return "node " + std::to_string(key.node_rank) + " (" + join(hosts, ", ") + ")";
+  return "node " + std::to_string(key.node_rank) + " (" + text::join(hosts, ", ") + ")";
 }
 
 // "ranks 0-2 say 4, rank 3 (hostb) says 6": who reported which value of one variable.
@@ -83,12 +76,12 @@ std::string disagreement(const std::vector<const Hello*>& members, Get get, Scop
     }
     std::string part = noun + (ranks.size() == 1 ? " " : "s ") + format_ranges(ranks);
     if (hosts.size() <= 3) {
-      part += " (" + join(std::vector<std::string>(hosts.begin(), hosts.end()), ", ") + ")";
+      part += " (" + text::join(std::vector<std::string>(hosts.begin(), hosts.end()), ", ") + ")";
     }
     part += (who.size() == 1 ? " says " : " say ") + std::to_string(value);
     parts.push_back(part);
   }
-  return join(parts, ", ");
+  return text::join(parts, ", ");
 }
 
 template <class Get>
@@ -131,7 +124,7 @@ struct World {
 };
 
 std::string joined(const std::set<std::string>& items, std::string_view sep = ", ") {
-  return join(std::vector<std::string>(items.begin(), items.end()), sep);
+  return text::join(std::vector<std::string>(items.begin(), items.end()), sep);
 }
 
 // 1. Sizes every process must agree on. Rank 0's own view joins the vote.
@@ -175,7 +168,7 @@ void check_ranks(const World& w, std::vector<std::string>& faults) {
     for (const Hello* h : sorted)
       senders.push_back(h->host + " (pid " + std::to_string(h->pid) + ")");
     faults.push_back("duplicate " + w.rank_word + " " + std::to_string(rank) + " from " +
-                     join(senders, ", "));
+                     text::join(senders, ", "));
   }
 }
 
@@ -237,7 +230,7 @@ std::vector<std::uint32_t> check_missing(const World& w, std::vector<std::string
     where.push_back(plural(silent.size(), "node ", "nodes ") + format_ranges(silent) +
                     " sent no rank at all");
   }
-  if (!where.empty()) text += ": " + join(where, "; ");
+  if (!where.empty()) text += ": " + text::join(where, "; ");
   faults.push_back(text);
   return missing;
 }
@@ -338,23 +331,19 @@ std::string gpu_cell(const NodeView& view) {
   bool gpu_lists = true;
   for (const Hello* h : view.members) {
     if (h->gpus == "-" || h->gpus.starts_with("n=")) gpu_lists = false;
-    std::size_t start = 0;
-    while (start <= h->gpus.size()) {
-      auto comma = h->gpus.find(',', start);
-      if (comma == std::string::npos) comma = h->gpus.size();
-      gpu_items.insert(h->gpus.substr(start, comma - start));
-      start = comma + 1;
+    for (std::string_view item : text::split(h->gpus, ',')) {
+      if (!item.empty()) gpu_items.insert(std::string(item));
     }
     if (std::find(gpu_texts.begin(), gpu_texts.end(), h->gpus) == gpu_texts.end()) {
       gpu_texts.push_back(h->gpus);
     }
   }
-  if (!gpu_lists) return join(gpu_texts, " ");
+  if (!gpu_lists) return text::join(gpu_texts, " ");
   std::vector<std::string> items(gpu_items.begin(), gpu_items.end());
   std::sort(items.begin(), items.end(), [](const std::string& a, const std::string& b) {
     return a.size() != b.size() ? a.size() < b.size() : a < b;
   });
-  return join(items, ",");
+  return text::join(items, ",");
 }
 
 // One row of the table: node, host, ranks, local ranks, GPUs, interface, address.
@@ -402,7 +391,7 @@ std::string render_table(std::span<const Hello> hellos, Scope scope) {
 }
 
 std::string summarize(const WorldReport& report) {
-  return join(report.faults, "; ");
+  return text::join(report.faults, "; ");
 }
 
 }  // namespace ddp::check

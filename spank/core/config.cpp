@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "environment.hpp"
@@ -59,82 +61,137 @@ bool is_dns_text(std::string_view value, bool dots_allowed) {
 
 Result<std::vector<Cidr>> parse_networks(std::string_view value) {
   std::vector<Cidr> networks;
-  std::size_t pos = 0;
-  while (true) {
-    const auto comma = value.find(',', pos);
-    const std::string_view item =
-        value.substr(pos, comma == std::string_view::npos ? value.npos : comma - pos);
+  for (std::string_view item : text::split(value, ',')) {
     auto cidr = Cidr::parse(item);
     if (!cidr) return std::unexpected(std::move(cidr.error()));
     networks.push_back(*cidr);
-    if (comma == std::string_view::npos) return networks;
-    pos = comma + 1;
   }
+  return networks;
 }
 
-// Applies one key=value to `config`; the key is known to be one of k_keys.
-Result<void> apply(Config& config, std::string_view key, std::string_view value) {
-  if (key == "port_range") {
-    auto range = parse_port_range(value);
-    if (!range) return bad_value(key, value, "expected LOW-HIGH with 1024 <= LOW <= HIGH <= 65535");
-    config.port_range = *range;
-  } else if (key == "addr") {
-    if (value == "ip")
-      config.address.mode = AddrMode::ip;
-    else if (value == "hostname")
-      config.address.mode = AddrMode::hostname;
-    else
-      return bad_value(key, value, "valid: ip, hostname");
-  } else if (key == "host_suffix") {
-    if (!is_dns_text(value, false))
-      return bad_value(key, value, "expected letters, digits, '-' or '_', e.g. -ib");
-    config.address.host_suffix = value;
-  } else if (key == "host_domain") {
-    if (!is_dns_text(value, true))
-      return bad_value(key, value,
-                       "expected a domain without leading or trailing dot, e.g. ib.cluster");
-    config.address.host_domain = value;
-  } else if (key == "networks") {
-    auto networks = parse_networks(value);
-    if (!networks) return bad_value(key, value, networks.error().message);
-    config.address.networks = std::move(*networks);
-  } else if (key == "family") {
-    if (value == "any")
-      config.address.family = Family::any;
-    else if (value == "ipv4")
-      config.address.family = Family::ipv4;
-    else if (value == "ipv6")
-      config.address.family = Family::ipv6;
-    else
-      return bad_value(key, value, "valid: any, ipv4, ipv6");
-  } else if (key == "env_file") {
-    if (value.empty() || value.front() != '/')
-      return bad_value(key, value, "expected an absolute path");
-    config.env_file = value;
-  } else if (key == "default_mode") {
-    // parse_mode() reads "" as "the default", which is not a value for the default itself.
-    auto mode = parse_mode(value);
-    if (value.empty() || !mode) return bad_value(key, value, "valid: tasks, torchrun");
-    config.default_mode = *mode;
-  } else if (key == "resolve_timeout") {
-    auto seconds = text::parse_uint<unsigned>(value);
-    if (!seconds || *seconds == 0 || *seconds > k_max_resolve_timeout)
-      return bad_value(key, value, "expected seconds from 1 to 300");
-    config.resolve_timeout = *seconds;
-  } else if (key == "socket_ifname" || key == "omp_num_threads") {
-    // Only "auto" and "no": a literal interface name belongs in env_file, where the admin
-    // writes the exact-match form (=ib0) directly.
-    if (value != "auto" && value != "no") return bad_value(key, value, "valid: auto, no");
-    (key == "socket_ifname" ? config.socket_ifname : config.omp_num_threads) = value == "auto";
-  } else {
-    auto flag = parse_bool(value);
-    if (!flag) return bad_value(key, value, "valid: yes, no, true, false, 1, 0");
-    if (key == "env_override") config.env_override = *flag;
-    if (key == "check_addr") config.check_addr = *flag;
-    if (key == "check_port") config.check_port = *flag;
-  }
+// One setter per key (or family of keys): each checks `value` and stores it in `config`, or
+// returns the message naming the argument and what it accepts.
+using Setter = Result<void> (*)(Config& config, std::string_view key, std::string_view value);
+
+Result<void> set_port_range(Config& config, std::string_view key, std::string_view value) {
+  auto range = parse_port_range(value);
+  if (!range) return bad_value(key, value, "expected LOW-HIGH with 1024 <= LOW <= HIGH <= 65535");
+  config.port_range = *range;
   return {};
 }
+
+// The choice named `value`, or nullopt.
+template <class T>
+std::optional<T> choose(std::string_view value,
+                        std::initializer_list<std::pair<std::string_view, T>> choices) {
+  for (const auto& [name, choice] : choices) {
+    if (name == value) return choice;
+  }
+  return std::nullopt;
+}
+
+Result<void> set_addr(Config& config, std::string_view key, std::string_view value) {
+  auto mode = choose<AddrMode>(value, {{"ip", AddrMode::ip}, {"hostname", AddrMode::hostname}});
+  if (!mode) return bad_value(key, value, "valid: ip, hostname");
+  config.address.mode = *mode;
+  return {};
+}
+
+Result<void> set_host_suffix(Config& config, std::string_view key, std::string_view value) {
+  if (!is_dns_text(value, false))
+    return bad_value(key, value, "expected letters, digits, '-' or '_', e.g. -ib");
+  config.address.host_suffix = value;
+  return {};
+}
+
+Result<void> set_host_domain(Config& config, std::string_view key, std::string_view value) {
+  if (!is_dns_text(value, true))
+    return bad_value(key, value,
+                     "expected a domain without leading or trailing dot, e.g. ib.cluster");
+  config.address.host_domain = value;
+  return {};
+}
+
+Result<void> set_networks(Config& config, std::string_view key, std::string_view value) {
+  auto networks = parse_networks(value);
+  if (!networks) return bad_value(key, value, networks.error().message);
+  config.address.networks = std::move(*networks);
+  return {};
+}
+
+Result<void> set_family(Config& config, std::string_view key, std::string_view value) {
+  auto family =
+      choose<Family>(value, {{"any", Family::any}, {"ipv4", Family::ipv4}, {"ipv6", Family::ipv6}});
+  if (!family) return bad_value(key, value, "valid: any, ipv4, ipv6");
+  config.address.family = *family;
+  return {};
+}
+
+Result<void> set_env_file(Config& config, std::string_view key, std::string_view value) {
+  if (value.empty() || value.front() != '/')
+    return bad_value(key, value, "expected an absolute path");
+  config.env_file = value;
+  return {};
+}
+
+Result<void> set_default_mode(Config& config, std::string_view key, std::string_view value) {
+  // parse_mode() reads "" as "the default", which is not a value for the default itself.
+  auto mode = parse_mode(value);
+  if (value.empty() || !mode) return bad_value(key, value, "valid: tasks, torchrun");
+  config.default_mode = *mode;
+  return {};
+}
+
+Result<void> set_resolve_timeout(Config& config, std::string_view key, std::string_view value) {
+  auto seconds = text::parse_unsigned(value, 1, k_max_resolve_timeout, key);
+  if (!seconds) return bad_value(key, value, "expected seconds from 1 to 300");
+  config.resolve_timeout = static_cast<unsigned>(*seconds);
+  return {};
+}
+
+// socket_ifname and omp_num_threads: only "auto" and "no". A literal interface name belongs in
+// env_file, where the admin writes the exact-match form (=ib0) directly.
+Result<void> set_auto_or_no(Config& config, std::string_view key, std::string_view value) {
+  if (value != "auto" && value != "no") return bad_value(key, value, "valid: auto, no");
+  (key == "socket_ifname" ? config.socket_ifname : config.omp_num_threads) = value == "auto";
+  return {};
+}
+
+// env_override, check_addr and check_port.
+Result<void> set_flag(Config& config, std::string_view key, std::string_view value) {
+  auto flag = parse_bool(value);
+  if (!flag) return bad_value(key, value, "valid: yes, no, true, false, 1, 0");
+  if (key == "env_override") config.env_override = *flag;
+  if (key == "check_addr") config.check_addr = *flag;
+  if (key == "check_port") config.check_port = *flag;
+  return {};
+}
+
+// The setter of every key in k_keys, in the same order (checked below).
+constexpr std::array<std::pair<std::string_view, Setter>, k_keys.size()> k_setters{{
+    {"port_range", set_port_range},
+    {"addr", set_addr},
+    {"host_suffix", set_host_suffix},
+    {"host_domain", set_host_domain},
+    {"networks", set_networks},
+    {"family", set_family},
+    {"env_file", set_env_file},
+    {"env_override", set_flag},
+    {"check_addr", set_flag},
+    {"check_port", set_flag},
+    {"default_mode", set_default_mode},
+    {"socket_ifname", set_auto_or_no},
+    {"omp_num_threads", set_auto_or_no},
+    {"resolve_timeout", set_resolve_timeout},
+}};
+
+constexpr bool setters_follow_keys() {
+  for (std::size_t i = 0; i < k_keys.size(); ++i) {
+    if (k_setters[i].first != k_keys[i]) return false;
+  }
+  return true;
+}
+static_assert(setters_follow_keys(), "k_setters must list k_keys, in the same order");
 
 }  // namespace
 
@@ -154,7 +211,8 @@ Result<Config> parse_config(std::span<const std::string_view> args) {
     auto& was_seen = seen[static_cast<std::size_t>(known - k_keys.begin())];
     if (was_seen) return fail("plugstack.conf argument " + text::quote(key) + " is given twice");
     was_seen = true;
-    auto applied = apply(config, key, value);
+    const Setter set = k_setters[static_cast<std::size_t>(known - k_keys.begin())].second;
+    auto applied = set(config, key, value);
     if (!applied) return std::unexpected(std::move(applied.error()));
   }
   return config;

@@ -169,6 +169,69 @@ std::optional<std::string_view> take_digits(std::string_view text, std::size_t& 
   return text.substr(start, pos - start);
 }
 
+// Reads "LO" or "LO-HI" at `pos`, inside the group opened at `open`; on success advances `pos`
+// past it. Slurm keeps the width of the low bound: "[001-004]" gives 001..004, "[8-10]" 8..10.
+Result<Range> scan_range(std::string_view text, std::size_t& pos, std::size_t open) {
+  const std::size_t n = text.size();
+  const std::size_t number_pos = pos;
+  auto lo_text = take_digits(text, pos);
+  if (!lo_text) {
+    if (pos >= n) return hostlist_error(text, open, "'[' is never closed");
+    if (text[pos] == ']' && pos == open + 1) return hostlist_error(text, open, "empty '[]'");
+    if (text[pos] == '[') return hostlist_error(text, pos, "nested '['");
+    return hostlist_error(text, pos, "expected a number in brackets");
+  }
+  if (lo_text->size() > k_max_digits) return hostlist_error(text, number_pos, "number too large");
+  std::string_view hi_text = *lo_text;
+  if (pos < n && text[pos] == '-') {
+    ++pos;
+    auto hi = take_digits(text, pos);
+    if (!hi) return hostlist_error(text, pos, "expected a number after '-'");
+    if (hi->size() > k_max_digits)
+      return hostlist_error(text, pos - hi->size(), "number too large");
+    hi_text = *hi;
+  }
+  Range range;
+  range.first = *text::parse_uint<unsigned long>(*lo_text);
+  range.last = *text::parse_uint<unsigned long>(hi_text);
+  range.width =
+      lo_text->size() > 1 && lo_text->front() == '0' ? static_cast<int>(lo_text->size()) : 0;
+  if (range.first > range.last) {
+    std::string what = "reversed range ";
+    what.append(*lo_text).append("-").append(hi_text);
+    return hostlist_error(text, number_pos, what);
+  }
+  return range;
+}
+
+// Reads the "[...]" group whose '[' is at `pos`, feeding its ranges to `sink`; on success
+// advances `pos` past the ']' and returns the number of names the group stands for.
+template <class Sink>
+Result<std::size_t> scan_group(std::string_view text, std::size_t& pos, Sink& sink) {
+  const std::size_t n = text.size();
+  const std::size_t open = pos++;
+  sink.begin_group();
+  std::size_t group_count = 0;
+  while (true) {
+    const std::size_t number_pos = pos;
+    auto range = scan_range(text, pos, open);
+    if (!range) return std::unexpected(std::move(range.error()));
+    const unsigned long span = range->last - range->first;
+    if (span >= k_max_names || group_count + span + 1 > k_max_names)
+      return hostlist_error(text, number_pos, "too many names");
+    group_count += span + 1;
+    sink.range(*range);
+    if (pos >= n) return hostlist_error(text, open, "'[' is never closed");
+    if (text[pos] == ']') break;
+    if (text[pos] == '[') return hostlist_error(text, pos, "nested '['");
+    if (text[pos] != ',') return hostlist_error(text, pos, "unexpected character in brackets");
+    ++pos;
+  }
+  ++pos;  // the ']'
+  sink.end_group(group_count);
+  return group_count;
+}
+
 // Validates `text` and feeds it to `sink`. Returns the number of names.
 //
 // Sink interface: begin_term(), literal(string_view), begin_group(), range(Range),
@@ -200,61 +263,12 @@ Result<std::size_t> scan(std::string_view text, Sink& sink) {
       if (c == ']') return hostlist_error(text, pos, "']' without '['");
       if (c != '[') return hostlist_error(text, pos, "unexpected character");
       if (pos > literal_start) sink.literal(text.substr(literal_start, pos - literal_start));
-      const std::size_t open = pos++;
-      sink.begin_group();
-      std::size_t group_count = 0;
-      while (true) {
-        const std::size_t number_pos = pos;
-        auto lo_text = take_digits(text, pos);
-        if (!lo_text) {
-          if (pos >= n) return hostlist_error(text, open, "'[' is never closed");
-          if (text[pos] == ']' && pos == open + 1) return hostlist_error(text, open, "empty '[]'");
-          if (text[pos] == '[') return hostlist_error(text, pos, "nested '['");
-          return hostlist_error(text, pos, "expected a number in brackets");
-        }
-        if (lo_text->size() > k_max_digits)
-          return hostlist_error(text, number_pos, "number too large");
-        std::string_view hi_text = *lo_text;
-        if (pos < n && text[pos] == '-') {
-          ++pos;
-          auto hi = take_digits(text, pos);
-          if (!hi) return hostlist_error(text, pos, "expected a number after '-'");
-          if (hi->size() > k_max_digits)
-            return hostlist_error(text, pos - hi->size(), "number too large");
-          hi_text = *hi;
-        }
-        Range range;
-        range.first = *text::parse_uint<unsigned long>(*lo_text);
-        range.last = *text::parse_uint<unsigned long>(hi_text);
-        // Slurm keeps the width of the low bound: "[001-004]" gives 001..004, "[8-10]" 8..10.
-        range.width =
-            lo_text->size() > 1 && lo_text->front() == '0' ? static_cast<int>(lo_text->size()) : 0;
-        if (range.first > range.last) {
-          std::string what = "reversed range ";
-          what.append(*lo_text).append("-").append(hi_text);
-          return hostlist_error(text, number_pos, what);
-        }
-        const unsigned long span = range.last - range.first;
-        if (span >= k_max_names || group_count + span + 1 > k_max_names)
-          return hostlist_error(text, number_pos, "too many names");
-        group_count += span + 1;
-        sink.range(range);
-        if (pos >= n) return hostlist_error(text, open, "'[' is never closed");
-        if (text[pos] == ',') {
-          ++pos;
-          continue;
-        }
-        if (text[pos] == ']') {
-          ++pos;
-          break;
-        }
-        if (text[pos] == '[') return hostlist_error(text, pos, "nested '['");
-        return hostlist_error(text, pos, "unexpected character in brackets");
-      }
-      sink.end_group(group_count);
-      if (term_count > k_max_names / group_count)
+      const std::size_t open = pos;
+      auto group_count = scan_group(text, pos, sink);
+      if (!group_count) return std::unexpected(std::move(group_count.error()));
+      if (term_count > k_max_names / *group_count)
         return hostlist_error(text, open, "too many names");
-      term_count *= group_count;
+      term_count *= *group_count;
       literal_start = pos;
     }
     if (pos == term_start) return hostlist_error(text, pos, "empty name");

@@ -22,7 +22,7 @@ util=$root/spank/util
 flags=(-std=c++2b -g -O1 "-fsanitize=fuzzer,address,undefined" -fno-sanitize-recover=all
        -I "$here/compat" -I "$src" -I "$util")
 if ! "$cxx" "${flags[@]}" "$here/fuzz_wire.cpp" "$src/hello.cpp" "$src/admit.cpp" \
-  -o "$out/fuzz_wire" 2>"$out/build.log"; then
+  "$util/text.cpp" -o "$out/fuzz_wire" 2>"$out/build.log"; then
   if grep -q 'libclang_rt.fuzzer\|cannot find.*fuzzer' "$out/build.log"; then
     echo "SKIPPED: clang's libFuzzer runtime is missing (libclang-rt-14-dev)"
     exit 77

@@ -59,20 +59,25 @@ TEST(Options, ErrorsNameTheOption) {
     std::string message;
   };
   const Case cases[] = {
-      {{"--timeout", "0"}, {}, "--timeout=\"0\": expected seconds"},
-      {{"--timeout", "-1"}, {}, "--timeout=\"-1\": expected seconds"},
-      {{"--timeout", "1h"}, {}, "--timeout=\"1h\": expected seconds"},
+      {{"--timeout", "0"}, {}, "--timeout \"0\": expected seconds"},
+      {{"--timeout", "-1"}, {}, "--timeout \"-1\": expected seconds"},
+      {{"--timeout", "1h"}, {}, "--timeout \"1h\": expected seconds"},
       {{"--timeout"}, {}, "--timeout: missing value"},
-      {{}, {{"DDP_CHECK_TIMEOUT", "soon"}}, "DDP_CHECK_TIMEOUT=\"soon\": expected seconds"},
-      {{"--mode", "mpi"}, {}, "--mode=mpi: unknown mode (valid: tasks, torchrun)"},
-      {{"--nccl-min-busbw", "fast"}, {}, "--nccl-min-busbw=\"fast\": expected a bus bandwidth"},
-      {{"--nccl-bytes", "2"}, {}, "--nccl-bytes=2: expected a size"},
+      {{}, {{"DDP_CHECK_TIMEOUT", "soon"}}, "DDP_CHECK_TIMEOUT \"soon\": expected seconds"},
+      {{"--mode", "mpi"}, {}, "--mode \"mpi\": unknown mode (valid: tasks, torchrun)"},
+      {{"--nccl-min-busbw", "fast"}, {}, "--nccl-min-busbw \"fast\": expected a bus bandwidth"},
+      {{"--nccl-bytes", "2"},
+       {},
+       "--nccl-bytes \"2\": expected a whole number from 4 to 17179869184"},
       {{"--no-nccl=1"}, {}, "--no-nccl takes no value"},
-      {{"--frobnicate"}, {}, "unknown option \"--frobnicate\""},
+      {{"--frobnicate"}, {}, "unknown option \"--frobnicate\" (see --help)"},
+      {{"--timout=5"},
+       {},
+       "unknown option \"--timout=5\" (did you mean \"--timeout\"? see --help)"},
       {{"--auth", "kerberos"},
        {},
-       "--auth=\"kerberos\": unknown authentication (valid: munge, none)"},
-      {{}, {{"DDP_CHECK_AUTH", "off"}}, "DDP_CHECK_AUTH=\"off\": unknown authentication"},
+       "--auth \"kerberos\": unknown authentication (valid: munge, none)"},
+      {{}, {{"DDP_CHECK_AUTH", "off"}}, "DDP_CHECK_AUTH \"off\": unknown authentication"},
       {{"--munge-socket="}, {}, "--munge-socket: expected the path of munged's socket"},
       {{"--route-to", "10.0.0.1"}, {}, "--route-to only goes with --topology"},
   };
@@ -130,6 +135,13 @@ TEST(Identity, TorchrunModeTurnsNodesIntoRanks) {
   id = read_identity(lookup(env), std::nullopt, "node003");
   ASSERT_FALSE(id);
   EXPECT_EQ(id.error().message, "WORLD_SIZE=8 but NNODES*NPROC_PER_NODE=12");
+
+  env["WORLD_SIZE"] = "0";
+  env["NPROC_PER_NODE"] = "0";
+  id = read_identity(lookup(env), std::nullopt, "node003");
+  ASSERT_FALSE(id);
+  EXPECT_EQ(id.error().message,
+            "NPROC_PER_NODE \"0\": expected a whole number from 1 to 4294967295");
 }
 
 TEST(Identity, MissingOrBadVariablesAreNamed) {
@@ -139,10 +151,12 @@ TEST(Identity, MissingOrBadVariablesAreNamed) {
   const Case cases[] = {
       {"MASTER_ADDR", "", "", "MASTER_ADDR is not set (run under `srun --ddp`"},
       {"MASTER_PORT", "", "", "MASTER_PORT is not set"},
-      {"", "MASTER_PORT", "70000", "MASTER_PORT=\"70000\": expected a port 1-65535"},
+      {"", "MASTER_PORT", "70000",
+       "MASTER_PORT \"70000\": expected a whole number from 1 to 65535"},
       {"LOCAL_RANK", "", "", "LOCAL_RANK is not set"},
-      {"", "WORLD_SIZE", "eight", "WORLD_SIZE=\"eight\": expected a non-negative integer"},
-      {"", "NODE_RANK", "-1", "NODE_RANK=\"-1\": expected a non-negative integer"},
+      {"", "WORLD_SIZE", "eight",
+       "WORLD_SIZE \"eight\": expected a whole number from 0 to 4294967295"},
+      {"", "NODE_RANK", "-1", "NODE_RANK \"-1\": expected a whole number from 0 to 4294967295"},
   };
   for (const auto& c : cases) {
     Env env = tasks_env();
