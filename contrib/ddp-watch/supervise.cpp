@@ -252,8 +252,8 @@ int Watch::run() {
 
 // Puts the job back in the queue within the restart cap; Slurm then ends this run.
 void Watch::requeue() {
-  const std::string target = requeue_target(job_, env_or("SLURM_ARRAY_JOB_ID", ""),
-                                            env_or("SLURM_ARRAY_TASK_ID", ""));
+  const std::string target =
+      requeue_target(job_, env_or("SLURM_ARRAY_JOB_ID", ""), env_or("SLURM_ARRAY_TASK_ID", ""));
   RequeueDecision d = decide_requeue(target, env_or("SLURM_RESTART_COUNT", ""), o_.requeue_max);
   say(d.message);
   if (d.requeue && !run_command({"scontrol", "requeue", target})) {

@@ -40,11 +40,13 @@ std::vector<std::string> split(const std::string& text, char sep) {
 
 // A count from Slurm: digits, optionally with a K/M/G/T suffix; UNLIMITED and (null) are 0.
 long count_of(const std::string& text) {
-  const auto digits = std::find_if(text.begin(), text.end(), [](char c) { return c < '0' || c > '9'; });
+  const auto digits =
+      std::find_if(text.begin(), text.end(), [](char c) { return c < '0' || c > '9'; });
   const std::string_view number(text.data(), static_cast<std::size_t>(digits - text.begin()));
   const std::string_view suffix(text.data() + number.size(), text.size() - number.size());
   // Beyond 9 digits a count is nonsense from a broken scontrol, read as unknown, never thrown.
-  const auto value = number.size() <= 9 ? ddp::text::parse_uint<std::uint32_t>(number) : std::nullopt;
+  const auto value =
+      number.size() <= 9 ? ddp::text::parse_uint<std::uint32_t>(number) : std::nullopt;
   if (!value) return 0;
   static const std::map<std::string_view, long> k_scale = {
       {"", 1L}, {"K", 1024L}, {"M", 1024L * 1024}, {"G", 1024L * 1024 * 1024}};
