@@ -13,12 +13,6 @@ namespace {
 // More workers per node than any machine has GPUs or cores; larger values are typos.
 constexpr std::uint32_t k_max_nproc_per_node = 4096;
 
-std::string number(std::uint64_t value) {
-  std::string s;
-  text::append_uint(s, value);
-  return s;
-}
-
 std::unexpected<Error> prefixed(std::string_view variable, const Error& error) {
   std::string message(variable);
   message += ": ";
@@ -28,7 +22,7 @@ std::unexpected<Error> prefixed(std::string_view variable, const Error& error) {
 
 // The name of node `index` for an error message.
 std::string node_name(const Hostlist& nodes, std::size_t index) {
-  return index < nodes.size() ? nodes.at(index) : "#" + number(index);
+  return index < nodes.size() ? nodes.at(index) : "#" + text::decimal(index);
 }
 
 std::unexpected<Error> crowded(std::uint64_t tasks, std::string_view where) {
@@ -63,43 +57,46 @@ Result<std::uint32_t> nproc_per_node(const NodeInputs& in) {
 // This node's id and task counts must fit the step Slurm describes.
 Result<void> check_counts(const NodeInputs& in, std::size_t nnodes) {
   if (in.node_id >= nnodes)
-    return fail("node id " + number(in.node_id) + " is outside the step's " + number(nnodes) +
+    return fail("node id " + text::decimal(in.node_id) + " is outside the step's " +
+                text::decimal(nnodes) +
                 " nodes (SLURM_STEP_NODELIST=" + text::quote(in.step_nodelist) + ")");
   if (in.ntasks == 0 || in.local_ntasks == 0 || in.local_ntasks > in.ntasks)
-    return fail("inconsistent task counts: " + number(in.local_ntasks) + " on this node, " +
-                number(in.ntasks) + " in the step");
+    return fail("inconsistent task counts: " + text::decimal(in.local_ntasks) + " on this node, " +
+                text::decimal(in.ntasks) + " in the step");
   return {};
 }
 
 // SLURM_STEP_TASKS_PER_NODE must agree with the node list and this node's count; torchrun mode
-// refuses a node with more than one task (it would start several launchers there).
-Result<void> check_layout(const NodeInputs& in, const Hostlist& nodes) {
+// refuses a node with more than one task (it would start several launchers there). Returns the
+// task count of the step's busiest node (this node's when Slurm does not list them).
+Result<std::uint32_t> check_layout(const NodeInputs& in, const Hostlist& nodes) {
   const std::size_t nnodes = nodes.size();
   if (in.tasks_per_node.empty()) {
-    if (in.mode != Mode::torchrun) return {};
+    if (in.mode != Mode::torchrun) return in.local_ntasks;
     if (in.local_ntasks > 1)
       return crowded(in.local_ntasks, "node " + node_name(nodes, in.node_id));
-    if (in.ntasks > nnodes) return crowded(in.ntasks, number(nnodes) + " nodes");
-    return {};
+    if (in.ntasks > nnodes) return crowded(in.ntasks, text::decimal(nnodes) + " nodes");
+    return in.local_ntasks;
   }
   auto layout = summarize_tasks_per_node(in.tasks_per_node, in.node_id);
   if (!layout) return prefixed("SLURM_STEP_TASKS_PER_NODE", layout.error());
   const std::string tpn = "SLURM_STEP_TASKS_PER_NODE=" + text::quote(in.tasks_per_node);
   if (layout->nodes != nnodes)
-    return fail(tpn + " lists " + number(layout->nodes) + " nodes but SLURM_STEP_NODELIST=" +
-                text::quote(in.step_nodelist) + " has " + number(nnodes));
+    return fail(tpn + " lists " + text::decimal(layout->nodes) + " nodes but SLURM_STEP_NODELIST=" +
+                text::quote(in.step_nodelist) + " has " + text::decimal(nnodes));
   if (layout->on_node != in.local_ntasks)
-    return fail(tpn + " puts " + number(layout->on_node) + " tasks on node id " +
-                number(in.node_id) + ", but this node runs " + number(in.local_ntasks));
+    return fail(tpn + " puts " + text::decimal(layout->on_node) + " tasks on node id " +
+                text::decimal(in.node_id) + ", but this node runs " +
+                text::decimal(in.local_ntasks));
   if (layout->tasks != in.ntasks)
-    return fail(tpn + " sums to " + number(layout->tasks) + " tasks, but the step has " +
-                number(in.ntasks));
+    return fail(tpn + " sums to " + text::decimal(layout->tasks) + " tasks, but the step has " +
+                text::decimal(in.ntasks));
   if (in.mode == Mode::torchrun && layout->first_crowded < layout->nodes) {
     auto counts = parse_tasks_per_node(in.tasks_per_node);
     const unsigned tasks = counts ? (*counts)[layout->first_crowded] : 0;
     return crowded(tasks, "node " + node_name(nodes, layout->first_crowded));
   }
-  return {};
+  return layout->most;  // at most the step's task count, which fits in 32 bits
 }
 
 }  // namespace
@@ -109,13 +106,8 @@ std::uint32_t count_devices(std::optional<std::string_view> cuda_visible) {
   // device files for them; that is zero devices, not one named "NoDevFiles".
   if (!cuda_visible || cuda_visible->empty() || *cuda_visible == "NoDevFiles") return 0;
   std::uint32_t devices = 0;
-  std::size_t pos = 0;
-  while (pos <= cuda_visible->size()) {
-    std::size_t comma = cuda_visible->find(',', pos);
-    if (comma == std::string_view::npos) comma = cuda_visible->size();
-    if (comma > pos) ++devices;
-    pos = comma + 1;
-  }
+  for (const std::string_view device : text::split(*cuda_visible, ','))
+    if (!device.empty()) ++devices;
   return devices;
 }
 
@@ -134,7 +126,8 @@ Result<StepPlan> plan_step(const NodeInputs& in, const Hostlist& nodes,
                            std::string_view master_addr, PortRange port_window) {
   if (master_addr.empty()) return fail("no master address for the step (empty MASTER_ADDR)");
   if (auto counts = check_counts(in, nodes.size()); !counts) return std::unexpected(counts.error());
-  if (auto layout = check_layout(in, nodes); !layout) return std::unexpected(layout.error());
+  auto most_ntasks = check_layout(in, nodes);
+  if (!most_ntasks) return std::unexpected(std::move(most_ntasks.error()));
 
   PortInputs port_inputs;
   port_inputs.user_override = in.user_port;
@@ -155,6 +148,7 @@ Result<StepPlan> plan_step(const NodeInputs& in, const Hostlist& nodes,
   plan.ntasks = in.ntasks;
   plan.node_rank = in.node_id;
   plan.local_ntasks = in.local_ntasks;
+  plan.most_ntasks = *most_ntasks;
   if (in.mode == Mode::torchrun) {
     auto nproc = nproc_per_node(in);
     if (!nproc) return std::unexpected(std::move(nproc.error()));
@@ -165,26 +159,26 @@ Result<StepPlan> plan_step(const NodeInputs& in, const Hostlist& nodes,
 
 EnvList task_environment(const StepPlan& plan, const TaskInputs& task) {
   EnvList env;
-  const std::string port = number(plan.master_port);
+  const std::string port = text::decimal(plan.master_port);
   if (plan.mode == Mode::tasks) {
     env.reserve(9);
     env.emplace_back("MASTER_ADDR", plan.master_addr);
     env.emplace_back("MASTER_PORT", port);
-    env.emplace_back("WORLD_SIZE", number(plan.ntasks));
-    env.emplace_back("RANK", number(task.global_id));
-    env.emplace_back("LOCAL_RANK", number(task.local_id));
-    env.emplace_back("LOCAL_WORLD_SIZE", number(plan.local_ntasks));
-    env.emplace_back("NODE_RANK", number(plan.node_rank));
-    env.emplace_back("GROUP_RANK", number(plan.node_rank));
-    env.emplace_back("NNODES", number(plan.nnodes));
+    env.emplace_back("WORLD_SIZE", text::decimal(plan.ntasks));
+    env.emplace_back("RANK", text::decimal(task.global_id));
+    env.emplace_back("LOCAL_RANK", text::decimal(task.local_id));
+    env.emplace_back("LOCAL_WORLD_SIZE", text::decimal(plan.local_ntasks));
+    env.emplace_back("NODE_RANK", text::decimal(plan.node_rank));
+    env.emplace_back("GROUP_RANK", text::decimal(plan.node_rank));
+    env.emplace_back("NNODES", text::decimal(plan.nnodes));
     return env;
   }
   // torchrun sets RANK and LOCAL_RANK for the workers it starts; exporting them here would
   // hand every worker the launcher's values. It reads its own options from PET_* variables.
   // https://pytorch.org/docs/stable/elastic/run.html
-  const std::string nnodes = number(plan.nnodes);
-  const std::string node_rank = number(plan.node_rank);
-  const std::string nproc = number(plan.nproc_per_node);
+  const std::string nnodes = text::decimal(plan.nnodes);
+  const std::string node_rank = text::decimal(plan.node_rank);
+  const std::string nproc = text::decimal(plan.nproc_per_node);
   env.reserve(12);
   env.emplace_back("MASTER_ADDR", plan.master_addr);
   env.emplace_back("MASTER_PORT", port);
@@ -192,7 +186,7 @@ EnvList task_environment(const StepPlan& plan, const TaskInputs& task) {
   env.emplace_back("NODE_RANK", node_rank);
   env.emplace_back("GROUP_RANK", node_rank);
   env.emplace_back("NPROC_PER_NODE", nproc);
-  env.emplace_back("WORLD_SIZE", number(std::uint64_t{plan.nnodes} * plan.nproc_per_node));
+  env.emplace_back("WORLD_SIZE", text::decimal(std::uint64_t{plan.nnodes} * plan.nproc_per_node));
   env.emplace_back("PET_NNODES", nnodes);
   env.emplace_back("PET_NODE_RANK", node_rank);
   env.emplace_back("PET_NPROC_PER_NODE", nproc);

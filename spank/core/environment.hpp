@@ -34,6 +34,7 @@ struct StepPlan {
   std::uint32_t ntasks = 0;          // tasks in the step
   std::uint32_t node_rank = 0;       // this node's index in the step
   std::uint32_t local_ntasks = 0;    // tasks of the step on this node
+  std::uint32_t most_ntasks = 0;     // tasks on the step's busiest node (local_ntasks if unknown)
   std::uint32_t nproc_per_node = 1;  // torchrun mode: workers per node
 };
 

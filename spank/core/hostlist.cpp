@@ -446,6 +446,7 @@ Result<TasksPerNodeSummary> summarize_tasks_per_node(std::string_view text, std:
       summary.first_crowded = summary.nodes;
     summary.nodes += repeat;
     summary.tasks += std::uint64_t{count} * repeat;
+    summary.most = std::max(summary.most, count);
   });
   if (!nodes) return std::unexpected(std::move(nodes.error()));
   if (summary.first_crowded == static_cast<std::size_t>(-1)) summary.first_crowded = summary.nodes;

@@ -10,23 +10,11 @@
 namespace ddp {
 namespace {
 
-std::string number(std::uint64_t value) {
-  std::string s;
-  text::append_uint(s, value);
-  return s;
-}
-
-std::string range_text(PortRange range) {
-  return number(range.first) + "-" + number(range.last);
-}
-
 std::string join_addresses(std::span<const IpAddress> addresses) {
-  std::string out;
-  for (const IpAddress& a : addresses) {
-    if (!out.empty()) out += ", ";
-    out += a.to_string();
-  }
-  return out.empty() ? "no address" : out;
+  if (addresses.empty()) return "no address";
+  std::vector<std::string> texts;
+  for (const IpAddress& a : addresses) texts.push_back(a.to_string());
+  return text::join(texts, ", ");
 }
 
 // Slurm's address for the head, used only when the resolver does not know the name at all:
@@ -48,14 +36,14 @@ Result<HeadAddress> slurm_head_address(const HeadFacts& facts, const AddressPoli
 
 Result<void> check_port_window(PortRange window, std::optional<PortRange> ephemeral) {
   if (!ephemeral || !window.overlaps(*ephemeral)) return {};
-  return fail("port_range=" + range_text(window) + " overlaps this node's ephemeral port range " +
-              range_text(*ephemeral) +
+  return fail("port_range=" + format_port_range(window) +
+              " overlaps this node's ephemeral port range " + format_port_range(*ephemeral) +
               " (net.ipv4.ip_local_port_range); choose a port_range below it in plugstack.conf");
 }
 
 Result<void> check_launcher_layout(Mode mode, std::uint64_t ntasks, std::uint64_t nnodes) {
   if (mode != Mode::torchrun || ntasks <= nnodes) return {};
-  return fail(torchrun_refusal(ntasks, number(nnodes) + " nodes"));
+  return fail(torchrun_refusal(ntasks, text::decimal(nnodes) + " nodes"));
 }
 
 Result<void> check_rank0_placement(Mode mode, std::uint32_t node_rank,
@@ -64,7 +52,7 @@ Result<void> check_rank0_placement(Mode mode, std::uint32_t node_rank,
   const bool has_rank0 = std::find(global_ids.begin(), global_ids.end(), 0u) != global_ids.end();
   if (has_rank0 == (node_rank == 0)) return {};
   const std::string where = has_rank0
-                                ? "RANK 0 was placed on step node " + number(node_rank)
+                                ? "RANK 0 was placed on step node " + text::decimal(node_rank)
                                 : "the step's first node (which MASTER_ADDR names) holds no RANK 0";
   return fail(where +
               "; --ddp needs RANK 0 on the step's first node: use block or cyclic task "
@@ -72,24 +60,18 @@ Result<void> check_rank0_placement(Mode mode, std::uint32_t node_rank,
 }
 
 std::optional<std::string> alias_address(std::string_view aliases, std::string_view node) {
-  // Entries "NAME:ADDR:HOSTNAME", comma-separated; an IPv6 ADDR is in brackets.
-  std::size_t pos = 0;
-  while (pos < aliases.size()) {
-    std::size_t end = aliases.find(',', pos);
-    // A comma inside brackets belongs to no IPv6 address, so a plain split is exact.
-    if (end == std::string_view::npos) end = aliases.size();
-    const std::string_view entry = aliases.substr(pos, end - pos);
-    pos = end + 1;
+  // Entries "NAME:ADDR:HOSTNAME", comma-separated; an IPv6 ADDR is in brackets. A comma inside
+  // brackets belongs to no IPv6 address, so a plain split is exact.
+  for (const std::string_view entry : text::split(aliases, ',')) {
     const std::size_t first = entry.find(':');
     if (first == std::string_view::npos || entry.substr(0, first) != node) continue;
-    std::string_view rest = entry.substr(first + 1);
-    std::size_t stop;
+    const std::string_view rest = entry.substr(first + 1);
     if (!rest.empty() && rest.front() == '[') {
-      stop = rest.find(']');
+      const std::size_t stop = rest.find(']');
       if (stop == std::string_view::npos) return std::nullopt;
       return std::string(rest.substr(1, stop - 1));
     }
-    stop = rest.find(':');
+    const std::size_t stop = rest.find(':');
     if (stop == std::string_view::npos || stop == 0) return std::nullopt;
     return std::string(rest.substr(0, stop));
   }
@@ -143,22 +125,23 @@ Result<void> check_rank0_node(const StepPlan& plan, const Rank0Facts& facts, boo
                 "head node's name resolves to one of them");
   }
   if (check_port && facts.bind_error)
-    return fail("MASTER_PORT=" + number(plan.master_port) + " is not free on the rank-0 node (" +
-                *facts.bind_error +
+    return fail("MASTER_PORT=" + text::decimal(plan.master_port) +
+                " is not free on the rank-0 node (" + *facts.bind_error +
                 "); set DDP_MASTER_PORT=PORT, or ask the site for MpiParams=ports= and use "
                 "srun --resv-ports");
   return {};
 }
 
 Result<void> check_gpu_binding(Mode mode, std::optional<std::string_view> task_cuda_visible,
-                               std::uint32_t local_ntasks, bool keep) {
+                               std::uint32_t most_ntasks, bool keep) {
   const std::uint32_t seen = count_devices(task_cuda_visible);
-  if (keep || mode != Mode::tasks || seen == 0 || seen >= local_ntasks) return {};
-  return fail("each task sees " + number(seen) + " GPU (CUDA_VISIBLE_DEVICES=" +
-              std::string(*task_cuda_visible) + ") but this node runs " + number(local_ntasks) +
-              " tasks: torch.cuda.set_device(LOCAL_RANK) fails and NCCL loses peer-to-peer; use "
-              "--gpus-per-node=N (or --gres=gpu:N) without --gpus-per-task and with "
-              "--gpu-bind=none, or export DDP_GPU_BIND=task if the script uses cuda:0");
+  if (keep || mode != Mode::tasks || seen == 0 || seen >= most_ntasks) return {};
+  return fail("each task sees " + text::decimal(seen) + (seen == 1 ? " GPU" : " GPUs") +
+              " (CUDA_VISIBLE_DEVICES=" + std::string(*task_cuda_visible) +
+              ") but the step runs up to " + text::decimal(most_ntasks) +
+              " tasks per node: torch.cuda.set_device(LOCAL_RANK) fails and NCCL loses "
+              "peer-to-peer; use --gpus-per-node=N (or --gres=gpu:N) without --gpus-per-task and "
+              "with --gpu-bind=none, or export DDP_GPU_BIND=task if the script uses cuda:0");
 }
 
 bool srun_verbose(std::optional<std::string_view> srun_debug) {
@@ -180,12 +163,12 @@ std::string explain_choice(std::string_view node, const HeadAddress& address, co
       port_origin = "first of Slurm's reserved ports, SLURM_STEP_RESV_PORTS";
       break;
     case PortSource::derived:
-      port_origin = "derived from job " + number(plan.job_id) + " step " + number(plan.step_id) +
-                    " in port_range=" + range_text(window);
+      port_origin = "derived from job " + text::decimal(plan.job_id) + " step " +
+                    text::decimal(plan.step_id) + " in port_range=" + format_port_range(window);
       break;
   }
   return "ddp: " + std::string(node) + ": MASTER_ADDR=" + address.value + " (" + address.origin +
-         "), MASTER_PORT=" + number(plan.master_port) + " (" + port_origin + ")";
+         "), MASTER_PORT=" + text::decimal(plan.master_port) + " (" + port_origin + ")";
 }
 
 }  // namespace ddp

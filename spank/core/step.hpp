@@ -80,10 +80,13 @@ Result<std::vector<IpAddress>> rank0_targets(std::string_view master_addr,
 
 // tasks mode with per-task GPU binding (--gpus-per-task, --gpu-bind=single:1, map_gpu): a task
 // that sees fewer GPUs than its node has tasks cannot call torch.cuda.set_device(LOCAL_RANK),
-// and NCCL loses peer-to-peer between tasks that cannot see each other's GPU. Refused with the
-// fix unless `keep` (DDP_GPU_BIND=task: the script uses the GPU Slurm bound, cuda:0).
+// and NCCL loses peer-to-peer between tasks that cannot see each other's GPU. Judged against
+// `most_ntasks`, the task count of the step's busiest node, so that every node of an uneven step
+// (2 tasks here, 1 there) refuses alike and no rank is left waiting for the refused ones.
+// Refused with the fix unless `keep` (DDP_GPU_BIND=task: the script uses the GPU Slurm bound,
+// cuda:0). A task that sees no GPU (CPU-only, NoDevFiles) is never refused.
 Result<void> check_gpu_binding(Mode mode, std::optional<std::string_view> task_cuda_visible,
-                               std::uint32_t local_ntasks, bool keep);
+                               std::uint32_t most_ntasks, bool keep);
 
 // True when srun runs with -v or more: SRUN_DEBUG, which srun exports to every step, is its log
 // level (3 = info by default, 4 = verbose).

@@ -44,8 +44,10 @@ Result<std::string> interface_for_route(const IpAddress& source,
 }
 
 EnvList socket_ifname_environment(std::string_view interface_name) {
-  const std::string value = exact_ifname(interface_name);
-  return {{"NCCL_SOCKET_IFNAME", value}, {"GLOO_SOCKET_IFNAME", value}};
+  // Gloo compares GLOO_SOCKET_IFNAME with interface names exactly and knows no '=' prefix:
+  // "=eth0" fails init_process_group with "Unable to find address for: =eth0".
+  return {{"NCCL_SOCKET_IFNAME", exact_ifname(interface_name)},
+          {"GLOO_SOCKET_IFNAME", std::string(interface_name)}};
 }
 
 }  // namespace ddp

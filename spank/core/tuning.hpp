@@ -34,7 +34,9 @@ Result<std::string> interface_for_route(const IpAddress& source,
                                         std::span<const InterfaceAddress> interfaces,
                                         std::string_view master_addr);
 
-// NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME, both set to exact_ifname(`interface_name`).
+// NCCL_SOCKET_IFNAME=exact_ifname(`interface_name`) ("=eth0") and
+// GLOO_SOCKET_IFNAME=`interface_name`
+// ("eth0": Gloo matches the name exactly and has no '=' syntax).
 EnvList socket_ifname_environment(std::string_view interface_name);
 
 }  // namespace ddp

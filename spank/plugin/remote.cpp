@@ -379,7 +379,7 @@ int remote_task_init(spank_t sp) {
   // Slurm has applied the task's GPU binding (--gpus-per-task, --gpu-bind) by now.
   auto bind = job_env(sp, "DDP_GPU_BIND");
   auto visible = job_env(sp, "CUDA_VISIBLE_DEVICES");
-  if (auto gpus = check_gpu_binding(state.plan.mode, view(visible), state.plan.local_ntasks,
+  if (auto gpus = check_gpu_binding(state.plan.mode, view(visible), state.plan.most_ntasks,
                                     bind && *bind == "task");
       !gpus) {
     if (*local_id == 0) report_error(state.node + ": " + gpus.error().message);

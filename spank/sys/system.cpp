@@ -18,6 +18,8 @@
 #include <memory>
 #include <sstream>
 
+#include "text.hpp"
+
 namespace ddp::sys {
 namespace {
 
@@ -102,7 +104,7 @@ Resolution resolve_host(const std::string& name, unsigned timeout_seconds) {
   gaicb* list[] = {&lookup->request};
   Resolution out;
   if (int rc = ::getaddrinfo_a(GAI_NOWAIT, list, 1, nullptr); rc != 0) {
-    out.error = "cannot resolve \"" + name + "\": " + ::gai_strerror(rc);
+    out.error = "cannot resolve " + text::quote(name) + ": " + ::gai_strerror(rc);
     return out;
   }
   int rc = wait_for(*lookup, timeout_seconds);
@@ -115,9 +117,9 @@ Resolution resolve_host(const std::string& name, unsigned timeout_seconds) {
   }
   if (rc != 0) {
     out.unknown = rc == EAI_NONAME || rc == EAI_NODATA;
-    out.error = "cannot resolve \"" + name + "\": " +
+    out.error = "cannot resolve " + text::quote(name) + ": " +
                 (rc == EAI_INPROGRESS || rc == EAI_CANCELED
-                     ? "no answer within " + std::to_string(timeout_seconds) +
+                     ? "no answer within " + text::decimal(timeout_seconds) +
                            " s (resolve_timeout= in plugstack.conf); check this node's DNS servers"
                      : std::string(::gai_strerror(rc)));
     return out;

@@ -20,12 +20,6 @@ std::optional<std::uint64_t> positive(std::optional<std::string_view> value) {
   return number;
 }
 
-std::string number(std::uint64_t value) {
-  std::string s;
-  text::append_uint(s, value);
-  return s;
-}
-
 }  // namespace
 
 std::optional<std::uint16_t> parse_port(std::string_view text) {
@@ -49,16 +43,20 @@ Result<PortRange> parse_port_range(std::string_view text) {
   return PortRange{*low, *high};
 }
 
+std::string format_port_range(PortRange range) {
+  return text::decimal(range.first) + "-" + text::decimal(range.last);
+}
+
 std::optional<std::string> omp_num_threads(const OmpInputs& in) {
   if (in.current && !in.current->empty()) return std::nullopt;
   const std::uint64_t workers = std::max<std::uint32_t>(in.workers_per_task, 1);
   if (auto per_task = positive(in.cpus_per_task)) {
-    return number(std::max<std::uint64_t>(*per_task / workers, 1));
+    return text::decimal(std::max<std::uint64_t>(*per_task / workers, 1));
   }
   // Bound to fewer CPUs than the step has on this node (task/affinity, --cpu-bind): those
   // CPUs are this task's alone.
   if (in.task_cpus > 0 && in.step_cpus > 0 && in.task_cpus < in.step_cpus) {
-    return number(std::max<std::uint64_t>(in.task_cpus / workers, 1));
+    return text::decimal(std::max<std::uint64_t>(in.task_cpus / workers, 1));
   }
   // Otherwise every process on the node shares the step's CPUs. The affinity mask can be wider
   // than the allocation (no cpuset cgroup) and SLURM_CPUS_ON_NODE wider than the machine (a
@@ -70,7 +68,7 @@ std::optional<std::string> omp_num_threads(const OmpInputs& in) {
   if (pool == 0) return std::nullopt;
   const std::uint64_t sharers =
       std::uint64_t{std::max<std::uint32_t>(in.local_ntasks, 1)} * workers;
-  return number(std::max<std::uint64_t>(pool / sharers, 1));
+  return text::decimal(std::max<std::uint64_t>(pool / sharers, 1));
 }
 
 std::string torchrun_refusal(std::uint64_t tasks, std::string_view where) {

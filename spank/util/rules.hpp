@@ -33,6 +33,8 @@ std::optional<std::uint16_t> parse_port(std::string_view text);
 
 // Parses "LOW-HIGH" (1024 <= LOW <= HIGH <= 65535), strictly: "20000x-30999" is refused.
 Result<PortRange> parse_port_range(std::string_view text);
+// "LOW-HIGH", as parse_port_range() reads it and messages show it.
+std::string format_port_range(PortRange range);
 
 // What decides OMP_NUM_THREADS for one task.
 struct OmpInputs {

@@ -37,6 +37,13 @@ inline void append_uint(std::string& out, std::uint64_t value, int width = 0) {
   out.append(buf, end);
 }
 
+// `value` in decimal, as a string of its own (for messages built with +).
+inline std::string decimal(std::uint64_t value) {
+  std::string out;
+  append_uint(out, value);
+  return out;
+}
+
 // `s` in double quotes for an error message: control characters escaped so that a hostile
 // value cannot forge log lines, and long values cut so a 10,000-node list does not flood them.
 inline std::string quote(std::string_view s, std::size_t max_chars = 80) {

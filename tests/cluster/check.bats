@@ -144,7 +144,7 @@ within_bound() {
   grep -qE "^2 +node03 +5 +1 " <<<"$output"   # the table shows what node03 did send
 }
 
-@test "socket_ifname=auto: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are =eth0 in every task" {
+@test "socket_ifname=auto: NCCL_SOCKET_IFNAME is =eth0 and GLOO_SOCKET_IFNAME eth0 in every task" {
   "$CLUSTER" set-plugstack "socket_ifname=auto"
   run task_env -N3 --ntasks-per-node=2 --ddp -- hostname NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME
   auto_status=$status auto_output=$output
@@ -156,11 +156,11 @@ within_bound() {
   "$CLUSTER" set-plugstack ""
   run task_env -N2 --ddp -- NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME
   [ "$auto_status" -eq 0 ]
-  diff <(printf '%s\n' "0 node01 =eth0 =eth0" "1 node01 =eth0 =eth0" "2 node02 =eth0 =eth0" \
-                       "3 node02 =eth0 =eth0" "4 node03 =eth0 =eth0" "5 node03 =eth0 =eth0") \
+  diff <(printf '%s\n' "0 node01 =eth0 eth0" "1 node01 =eth0 eth0" "2 node02 =eth0 eth0" \
+                       "3 node02 =eth0 eth0" "4 node03 =eth0 eth0" "5 node03 =eth0 eth0") \
        <(echo "$auto_output")
   [ "$user_status" -eq 0 ]
-  [ "$user_output" = $'=ib0 =eth0\n=ib0 =eth0' ]   # the user's value wins; the other is derived
+  [ "$user_output" = $'=ib0 eth0\n=ib0 eth0' ]   # the user's value wins; the other is derived
   [ "$name_status" -eq 0 ]
   [ "$name_output" = $'0 node01 =eth0\n1 node01 =eth0' ]
   [ "$status" -eq 0 ]

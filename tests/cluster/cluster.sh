@@ -10,6 +10,8 @@
 #   cluster.sh set-plugstack "k=v ..."   rewrite plugstack.conf; applies to the next step
 #   cluster.sh set-plugstack-kind required|optional   the plugin's plugstack.conf keyword
 #   cluster.sh set-hosts NODE [FILE]     NODE's /etc/hosts from FILE (none: the common one)
+#   cluster.sh set-dns IP|off            names not in the hosts files go to the DNS server IP
+#                                        (nsswitch "hosts: files dns", one try, 30 s); off: files only
 #   cluster.sh install-plugin PATH       replace the plugin; applies to the next step
 #   cluster.sh check                     exit 77 naming what is missing to run a cluster
 #   cluster.sh logs                      the last lines of every daemon log
@@ -105,7 +107,9 @@ as_host() {
     unshare --uts --mount --propagation private -- \
     /bin/sh -c 'hosts="$2/hosts.$1"; [ -e "$hosts" ] || hosts="$2/hosts"
                 hostname "$1" && mount --bind "$hosts" "$3/etc/hosts" &&
-                mount --bind "$2/nsswitch.conf" "$3/etc/nsswitch.conf" && shift 3 && exec "$@"' \
+                mount --bind "$2/nsswitch.conf" "$3/etc/nsswitch.conf" &&
+                { [ ! -e "$3/etc/resolv.conf" ] || mount --bind "$2/resolv.conf" "$3/etc/resolv.conf"; } &&
+                shift 3 && exec "$@"' \
     as_host "$hostname" "$etc" "${root%/}" "${enter[@]}" "$@"
 }
 
@@ -189,6 +193,8 @@ write_config() {
   # not in it (a test's "node01-nosuchnet") fails at once.
   sed -E 's/^hosts:.*/hosts: files/' "$(userland_root | sed 's|/$||')/etc/nsswitch.conf" >"$etc/nsswitch.conf"
   grep -q '^hosts:' "$etc/nsswitch.conf" || echo 'hosts: files' >>"$etc/nsswitch.conf"
+  # The hosts' resolv.conf (bind-mounted like the files above): no server until set-dns names one.
+  echo "# cluster.sh: no DNS server (set-dns IP names one)" >"$etc/resolv.conf"
 
   cat >"$conf" <<EOF
 # Written by tests/cluster/cluster.sh; rewritten at every 'up'.
@@ -352,6 +358,27 @@ cmd_set_hosts() {
   [[ -e $etc/hosts.$node ]] || die "set-hosts: no node '$node' (valid: ${k_nodes[*]})"
   [[ -f $src ]] || die "set-hosts: no such file: $src"
   cat "$src" >"$etc/hosts.$node"
+}
+
+# Sends the names the hosts files lack to the DNS server IP, with glibc's own bound set long
+# (one try of 30 s) so that a test can tell a bound of the plugin's from the resolver's; `off`
+# restores files only. Written in place: every host's nsswitch.conf and resolv.conf are bind
+# mounts of these files, and each new process (slurmstepd) reads them afresh.
+cmd_set_dns() {
+  local server=${1:-}
+  [[ -f $etc/nsswitch.conf && -f $etc/resolv.conf ]] ||
+    die "set-dns: no cluster configuration in $k_state (run: cluster.sh up)"
+  local hosts=files
+  case $server in
+    off) printf '# cluster.sh: no DNS server (set-dns IP names one)\n' >"$etc/resolv.conf" ;;
+    *)
+      [[ $server =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "set-dns: '$server': expected an IPv4 address or off"
+      hosts="files dns"
+      printf 'nameserver %s\noptions timeout:30 attempts:1\n' "$server" >"$etc/resolv.conf" ;;
+  esac
+  local rest
+  rest=$(grep -v '^hosts:' "$etc/nsswitch.conf")
+  printf '%s\nhosts: %s\n' "$rest" "$hosts" >"$etc/nsswitch.conf"
 }
 
 # Shows the last lines of every log, for a failed start.
@@ -616,6 +643,7 @@ main() {
     install-plugin) cmd_install_plugin "$@" ;;
     set-plugstack-kind) cmd_set_plugstack_kind "$@" ;;
     set-hosts) cmd_set_hosts "$@" ;;
+    set-dns) cmd_set_dns "$@" ;;
     check)
       local why; why=$(missing_prerequisite)
       if [[ -n $why ]]; then echo "$why"; exit "$k_skip"; fi ;;

@@ -3,7 +3,8 @@
 # the plugin listed `required` or `optional`, a fault on one node ends the step on every node,
 # a plugstack.conf typo fails only --ddp steps, every node exports the same MASTER_ADDR whatever
 # its resolver's order, Slurm's address stands in for a head name that does not resolve, and
-# `srun -v` says what was chosen and why. Runs on the fixture's plain cluster (node01..node03).
+# `srun -v` says what was chosen and why, and a resolver that never answers costs resolve_timeout=
+# seconds, not the launch. Runs on the fixture's plain cluster (node01..node03).
 
 load lib
 
@@ -19,6 +20,7 @@ teardown() {
   local node
   for node in node01 node02 node03; do "$CLUSTER" set-hosts "$node" >/dev/null 2>&1 || true; done
   if [[ -n ${holder_pid:-} ]]; then kill "$holder_pid" 2>/dev/null || true; fi
+  "$CLUSTER" set-dns off >/dev/null 2>&1 || true
   if [[ -n ${extra_addresses:-} ]]; then drop_extra_addresses; fi
 }
 
@@ -171,4 +173,56 @@ task node03 $SUBNET.11" ]
   run "$CLUSTER" run srun -N2 --ddp true
   [ "$status" -eq 0 ]
   [[ "$output" != *MASTER_ADDR=* ]]
+}
+
+@test "a DNS server that never answers: resolve_timeout= bounds the launch, naming the host and the bound" {
+  # A DNS server on the login host that reads every query, logs the name asked, never answers.
+  local queries=$BATS_TEST_TMPDIR/dns-queries
+  timeout 300 nsenter --net="/run/netns/$(netns login)" /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 53))
+with open(sys.argv[2], "a", buffering=1) as log:
+    while True:
+        packet, _ = s.recvfrom(4096)
+        labels, i = [], 12
+        while i < len(packet) and packet[i]:
+            labels.append(packet[i + 1:i + 1 + packet[i]].decode(errors="replace"))
+            i += 1 + packet[i]
+        print(".".join(labels), file=log)' "$SUBNET.10" "$queries" &
+  holder_pid=$!
+  sleep 1
+  # node01-dns is in no hosts file, so every node's resolver must ask that server, and glibc
+  # itself would wait 30 s (set-dns: one try of 30 s).
+  "$CLUSTER" set-dns "$SUBNET.10"
+  "$CLUSTER" set-plugstack "host_suffix=-dns resolve_timeout=2"
+  for kind in required optional; do
+    "$CLUSTER" set-plugstack-kind "$kind"
+    start=$EPOCHREALTIME
+    run "$CLUSTER" run srun -N3 --ddp bash -c 'echo USER-CODE-RAN'
+    took=$(elapsed_since "$start")
+    echo "# $kind: step ended after ${took}s, status $status" >&3
+    [ "$status" -ne 0 ]
+    [[ "$output" != *USER-CODE-RAN* ]]
+    [[ "$output" == *'cannot resolve "node01-dns": no answer within 2 s (resolve_timeout= in plugstack.conf); check this node'"'"'s DNS servers'* ]]
+    # The bound is the plugin's: well below the resolver's own 30 s.
+    awk -v t="$took" 'BEGIN { exit !(t < 20) }'
+  done
+  # The name really went to the DNS server, which never answered.
+  grep -qx 'node01-dns' "$queries"
+}
+
+@test "socket_ifname=auto: a real gloo init_process_group runs with the interfaces it names" {
+  need_torch
+  "$CLUSTER" set-plugstack "socket_ifname=auto"
+  run "$CLUSTER" run srun -N3 --ntasks-per-node=1 --ddp bash -c \
+    'echo ifname $(hostname) $NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME; exec /usr/bin/python3 "$1"' \
+    allreduce "$REPO/contrib/examples/allreduce.py"
+  [ "$status" -eq 0 ]
+  # NCCL's exact-match syntax, and the bare name Gloo matches exactly ("=eth0" makes Gloo fail
+  # with "Unable to find address for: =eth0").
+  [ "$(grep '^ifname ' <<<"$output" | sort)" = "ifname node01 =eth0 eth0
+ifname node02 =eth0 eth0
+ifname node03 =eth0 eth0" ]
+  [ "$(grep -c "allreduce_sum=3 expected=3" <<<"$output")" -eq 3 ]
 }

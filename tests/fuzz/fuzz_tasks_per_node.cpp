@@ -1,6 +1,7 @@
 // libFuzzer: SLURM_STEP_TASKS_PER_NODE ("2(x3),1"). The allocation-free summary must agree
 // with the full parse whenever the full parse is small enough to build; a broken agreement
 // prints which one and aborts, which libFuzzer reports as a crash with the input saved.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -39,5 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(total == summary->tasks, "both count the same tasks");
   const unsigned on_node = node_id < counts->size() ? (*counts)[node_id] : 0;
   require(on_node == summary->on_node, "both give the same count for the chosen node");
+  const unsigned most = counts->empty() ? 0 : *std::max_element(counts->begin(), counts->end());
+  require(most == summary->most, "both give the same largest count");
   return 0;
 }

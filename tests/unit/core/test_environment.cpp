@@ -100,10 +100,18 @@ TEST(PlanStep, ComputesThePlan) {
   EXPECT_EQ(plan->ntasks, 7u);
   EXPECT_EQ(plan->node_rank, 3u);
   EXPECT_EQ(plan->local_ntasks, 1u);
+  EXPECT_EQ(plan->most_ntasks, 2u);  // the busiest node's count, not this node's
   EXPECT_EQ(plan->nproc_per_node, 1u);
   EXPECT_EQ(plan->port_source, PortSource::derived);
   EXPECT_EQ(plan->job_id, 4242u);
   EXPECT_EQ(plan->step_id, 3u);
+}
+
+TEST(PlanStep, BusiestNodeIsThisOneWithoutTasksPerNode) {
+  auto in = inputs(Mode::tasks, "n[1-2]", "", 1, 3, 2);
+  auto plan = plan_of(in, "h");
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->most_ntasks, 2u);
 }
 
 TEST(PlanStep, PortPrecedence) {

@@ -160,28 +160,38 @@ TEST(Rank0Node, TargetsOfANameSkipLoopback) {
   expect_outcome(rank0_targets("node01", loopback), "resolves only to loopback addresses");
 }
 
-TEST(GpuBinding, RefusedWhenATaskSeesFewerGpusThanTasks) {
+TEST(GpuBinding, RefusedWhenATaskSeesFewerGpusThanTheBusiestNodeHasTasks) {
   struct Case {
     Mode mode;
     std::optional<std::string_view> visible;
-    std::uint32_t local_ntasks;
+    std::uint32_t most_ntasks;
     bool keep;
     std::string_view message;
   };
   const Case cases[] = {
       {Mode::tasks, "0,1,2,3", 4, false, ""},
       {Mode::tasks, std::nullopt, 4, false, ""},  // CPU-only
+      {Mode::tasks, "", 4, false, ""},
       {Mode::tasks, "NoDevFiles", 4, false, ""},
-      {Mode::tasks, "2", 1, false, ""},  // one task per node: device 0 is its GPU
+      {Mode::tasks, "2", 1, false, ""},    // one task per node: device 0 is its GPU
+      {Mode::tasks, "2,3", 2, false, ""},  // --gpus-per-task=2, 2 tasks: LOCAL_RANK 1 is valid
       {Mode::tasks, "2", 4, false,
-       "each task sees 1 GPU (CUDA_VISIBLE_DEVICES=2) but this node runs 4 tasks"},
+       "each task sees 1 GPU (CUDA_VISIBLE_DEVICES=2) but the step runs up to 4 tasks per node"},
+      {Mode::tasks, "4,5", 3, false, "each task sees 2 GPUs (CUDA_VISIBLE_DEVICES=4,5)"},
+      // A node with one task refuses too when another node of the step has two.
+      {Mode::tasks, "0", 2, false, "the step runs up to 2 tasks per node"},
       {Mode::tasks, "2", 4, true, ""},
-      {Mode::torchrun, "2", 1, false, ""},
+      {Mode::torchrun, "2", 4, false, ""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.visible.value_or("<unset>")));
-    expect_outcome(check_gpu_binding(c.mode, c.visible, c.local_ntasks, c.keep), c.message);
+    expect_outcome(check_gpu_binding(c.mode, c.visible, c.most_ntasks, c.keep), c.message);
   }
+  // The fix is in the message.
+  auto refused = check_gpu_binding(Mode::tasks, "1", 2, false);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("--gpus-per-node=N"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("DDP_GPU_BIND=task"), std::string::npos);
 }
 
 TEST(Verbose, FollowsSrunDebug) {

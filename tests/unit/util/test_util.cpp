@@ -60,6 +60,11 @@ TEST(Util, SplitJoinTrim) {
   EXPECT_EQ(text::trim(" \t x y \r\n"), "x y");
 }
 
+TEST(Util, Decimal) {
+  EXPECT_EQ(text::decimal(0), "0");
+  EXPECT_EQ(text::decimal(18446744073709551615u), "18446744073709551615");
+}
+
 TEST(Util, PortRangeIsStrict) {
   auto ok = parse_port_range("20000-30999");
   ASSERT_TRUE(ok);
@@ -69,6 +74,9 @@ TEST(Util, PortRangeIsStrict) {
                           "30999-20000", "80-90", "20000-70000", "a-b"}) {
     EXPECT_FALSE(parse_port_range(bad)) << bad;
   }
+  // Written as it is read.
+  EXPECT_EQ(format_port_range(*ok), "20000-30999");
+  EXPECT_EQ(parse_port_range(format_port_range({1024, 65535}))->last, 65535);
 }
 
 TEST(Util, TorchrunRefusalNamesTheFix) {
