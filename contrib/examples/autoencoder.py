@@ -11,11 +11,20 @@ autoencoder.pt there after every epoch, atomically (temporary file in the same d
 fsync, rename), and a run that finds it resumes after the last finished epoch. An epoch's
 line is printed only after its checkpoint is durable, so a printed epoch is never redone.
 
+Requeue notice: a ddpgen script that is about to requeue the job (Slurm's warning signal
+before the time limit) creates the file named by $DDP_REQUEUE_NOTICE, a path on the shared
+file system exported to every task; no signal reaches the training processes (NCCL's
+threads catch some: nccl#704). After every batch the ranks agree (one all-reduce) whether
+any of them sees the file; then rank 0 saves the state in the middle of the epoch (batch
+index and every rank's partial loss sums included) and every rank stops. The next run resumes
+at that batch, so the result is bit for bit the one of a run without a stop.
+
 Output of rank 0, one line each, for scripts to parse:
     start world 6 backend gloo device cpu samples 1200 epochs 5 restart 0
-    resumed from epoch 2
+    resumed from epoch 2                     (or: resumed from epoch 2 batch 4)
     epoch 3/5 loss 0.052411 world 6 seconds 0.41
     weights identical on 6 ranks
+    requeue notice: saved at epoch 2 batch 4, stopping    (2 epochs and 4 batches done)
 Exit status 0 when training finished and every rank holds rank 0's weights bit for bit.
 """
 import argparse
@@ -128,6 +137,23 @@ def load_checkpoint(path: str):
     return torch.load(path, map_location="cpu")
 
 
+class Heartbeat:
+    """Touches $DDP_HEARTBEAT_FILE, when set (ddp-watch --heartbeat exports it), at most once a
+    second: progress that ddp-watch sees even when nothing is printed for a long while. One
+    rank is enough: in synchronous training a stuck rank soon stops every other."""
+
+    def __init__(self, enabled: bool):
+        self.path = os.environ.get("DDP_HEARTBEAT_FILE", "") if enabled else ""
+        self.last = 0.0
+
+    def beat(self) -> None:
+        now = time.monotonic()
+        if self.path and now - self.last >= 1.0:
+            with open(self.path, "a"):
+                os.utime(self.path)
+            self.last = now
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--epochs", type=int, default=5, help="epochs in total (default 5)")
@@ -136,6 +162,8 @@ def parse_args(argv):
     p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
     p.add_argument("--epoch-sleep", type=float, default=0.0,
                    help="seconds to sleep in every epoch, so tests can preempt mid-run")
+    p.add_argument("--step-sleep", type=float, default=0.0,
+                   help="seconds to sleep after every batch, so tests can stop mid-epoch")
     p.add_argument("--checkpoint-dir", default=os.environ.get("DDP_CHECKPOINT_DIR", ""),
                    help="default $DDP_CHECKPOINT_DIR; empty: no checkpoints")
     p.add_argument("--seed", type=int, default=0, help="model initialisation seed")
@@ -171,6 +199,8 @@ def main(argv=None) -> int:
 
     ckpt_path = os.path.join(args.checkpoint_dir, k_checkpoint_name) if args.checkpoint_dir else ""
     first_epoch = 0
+    first_batch = 0  # > 0: the checkpoint was saved at a requeue notice, inside an epoch
+    partial = None   # that epoch's loss sums so far
     losses = []
     if ckpt_path:
         if rank == 0:
@@ -182,22 +212,59 @@ def main(argv=None) -> int:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             first_epoch = state["epoch"]
+            first_batch = state.get("batch", 0)
+            partial = state.get("partial")
             losses = list(state["losses"])
-            say(f"resumed from epoch {first_epoch}")
+            say(f"resumed from epoch {first_epoch}" +
+                (f" batch {first_batch}" if first_batch else ""))
         # No rank may start training (and rank 0 overwrite the file) before all have read it.
         dist.barrier()
 
-    ddp = DistributedDataParallel(model, device_ids=[device.index] if use_cuda else None)
+    if first_batch and state["world_size"] != world:
+        say(f"the checkpoint was saved inside an epoch by {state['world_size']} ranks; "
+            f"resume it with as many (this run has {world})")
+        dist.destroy_process_group()
+        return 1
+    # find_unused_parameters=True only to keep DDP's gradient bucket layout fixed: without it DDP
+    # rebuilds the layout after its first iteration, so that the first iteration after a resume
+    # would sum gradients across ranks in another order than the same iteration in an
+    # uninterrupted run, and the weights would differ in the last bits. Every parameter is used.
+    ddp = DistributedDataParallel(model, device_ids=[device.index] if use_cuda else None,
+                                  find_unused_parameters=True)
     dataset = synthetic_mnist(args.samples)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=1)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
     criterion = nn.MSELoss()
+    notice = os.environ.get("DDP_REQUEUE_NOTICE", "")
+
+    def save(epoch: int, batch: int, sums) -> None:
+        if rank == 0 and ckpt_path:
+            save_atomic({"epoch": epoch, "batch": batch,
+                         "partial": None if sums is None else sums.cpu(),
+                         "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                         "losses": losses, "world_size": world}, ckpt_path)
+
+    def notice_given() -> bool:
+        """True on every rank as soon as any rank sees the notice file: all stop at the same
+        batch, or the others would wait forever in the next all-reduce."""
+        if not notice:
+            return False
+        seen = torch.tensor([1 if os.path.exists(notice) else 0], device=device)
+        dist.all_reduce(seen, op=dist.ReduceOp.MAX)
+        return seen.item() == 1
+    heartbeat = Heartbeat(rank == 0)
 
     for epoch in range(first_epoch, args.epochs):
         started = time.monotonic()
         sampler.set_epoch(epoch)  # a different shuffle each epoch, the same after a resume
         total = torch.zeros(2, dtype=torch.float64, device=device)
-        for features, _ in loader:
+        skip = 0
+        if epoch == first_epoch and first_batch:
+            skip = first_batch  # the batches the saved state already holds
+            total = partial[rank].to(device)  # this rank's own sums, as saved
+        for step, (features, _) in enumerate(loader):
+            if step < skip:
+                continue
             features = features.to(device, non_blocking=True)
             optimizer.zero_grad()
             loss = criterion(ddp(features), features)
@@ -205,15 +272,24 @@ def main(argv=None) -> int:
             optimizer.step()
             total[0] += loss.item() * features.shape[0]
             total[1] += features.shape[0]
+            if args.step_sleep > 0:
+                time.sleep(args.step_sleep)
+            if notice_given():
+                # Every rank's partial sums, so that each resumes with its own.
+                sums = [torch.zeros_like(total) for _ in range(world)]
+                dist.all_gather(sums, total)
+                save(epoch, step + 1, torch.stack(sums))
+                say(f"requeue notice: saved at epoch {epoch} batch {step + 1}, stopping")
+                dist.barrier()
+                dist.destroy_process_group()
+                return 0
+            heartbeat.beat()
         if args.epoch_sleep > 0:
             time.sleep(args.epoch_sleep)
         dist.all_reduce(total)  # the epoch's mean loss over every sample of every rank
         epoch_loss = (total[0] / total[1]).item()
         losses.append(epoch_loss)
-        if rank == 0 and ckpt_path:
-            save_atomic({"epoch": epoch + 1, "model": model.state_dict(),
-                         "optimizer": optimizer.state_dict(), "losses": losses,
-                         "world_size": world}, ckpt_path)
+        save(epoch + 1, 0, None)
         say(f"epoch {epoch + 1}/{args.epochs} loss {epoch_loss:.6f} world {world} "
             f"seconds {time.monotonic() - started:.2f}")
     if first_epoch >= args.epochs:

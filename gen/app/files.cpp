@@ -1,12 +1,61 @@
 #include "files.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace ddpgen::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unexpected<Error> io_error(const std::string& path, const std::string& what, int err) {
+  return ddp::fail({path, 0, 0}, what + ": " + std::strerror(err));
+}
+
+// Writes all of text to fd, through short writes and interrupted calls; returns errno or 0.
+int write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return 0;
+}
+
+// The mode a plain open(path, O_CREAT, 0666) would give: mkstemp makes the file 0600.
+mode_t default_mode() {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return 0666 & ~mask;
+}
+
+// Writes, syncs and closes fd (a new temporary file named tmp); returns errno or 0.
+int fill(int fd, const std::string& text, std::string& step) {
+  step = "cannot write";
+  int err = ::fchmod(fd, default_mode()) == 0 ? write_all(fd, text) : errno;
+  if (err == 0 && ::fsync(fd) != 0) {
+    step = "cannot sync";
+    err = errno;
+  }
+  // close() reports what a network file system defers (quota, space): checked, not assumed.
+  if (::close(fd) != 0 && err == 0) {
+    step = "cannot close";
+    err = errno;
+  }
+  return err;
+}
+
+}  // namespace
 
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -18,22 +67,37 @@ Result<std::string> read_file(const std::string& path) {
 }
 
 Result<void> write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".ddpgen-tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return ddp::fail({path, 0, 0}, std::string("cannot write: ") + std::strerror(errno));
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return ddp::fail({path, 0, 0}, "write error");
-    }
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  // mkstemp: a fresh name, created with O_EXCL (never an existing file or symlink), in the
+  // target's directory so that the rename stays on one file system and is atomic.
+  std::string name = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  std::vector<char> buffer(name.begin(), name.end());
+  buffer.push_back('\0');
+  const int fd = ::mkstemp(buffer.data());
+  if (fd < 0) return io_error(path, "cannot create a file in " + dir.string(), errno);
+  const std::string tmp(buffer.data());
+  std::string step;
+  int err = fill(fd, text, step);
+  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    step = "cannot replace";
+    err = errno;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    return ddp::fail({path, 0, 0}, std::string("cannot write: ") + std::strerror(err));
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    return io_error(path, step + " (nothing written)", err);
   }
+  // The rename is durable once the directory is synced; the script is complete either way.
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return {};
+}
+
+Result<void> write_stdout(const std::string& text) {
+  if (const int err = write_all(STDOUT_FILENO, text); err != 0)
+    return io_error("standard output", "cannot write the script", err);
   return {};
 }
 

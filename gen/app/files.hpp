@@ -10,8 +10,12 @@ namespace ddpgen::app {
 // Returns the contents of path.
 Result<std::string> read_file(const std::string& path);
 
-// Writes text to path through a temporary file in the same directory and a rename, so that a
-// failed write never leaves half a script.
+// Writes text to path through a temporary file made by mkstemp in the same directory, synced,
+// closed with its errors checked and renamed over path: a failure leaves path as it was and no
+// temporary file behind, and a symlink at path is replaced, never followed.
 Result<void> write_file(const std::string& path, const std::string& text);
+
+// Writes text to standard output; an error (a full disk, a closed pipe) is returned, not lost.
+Result<void> write_stdout(const std::string& text);
 
 }  // namespace ddpgen::app

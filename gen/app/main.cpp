@@ -2,11 +2,13 @@
 // type and caught once, here.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
 #include "../core/job.hpp"
 #include "../core/plan.hpp"
 #include "../core/render.hpp"
+#include "../core/shell.hpp"
 #include "commands.hpp"
 #include "files.hpp"
 #include "paths.hpp"
@@ -32,6 +34,33 @@ struct Inputs {
   std::vector<std::string> sets;
 };
 
+// Adds --profile, the job file and --set to cmd. Options and the job file may come in any
+// order: --set takes exactly one KEY=VALUE, so it never swallows the job file.
+void add_job_options(CLI::App* cmd, Inputs& in) {
+  cmd->add_option("--profile", in.profile, "site profile: NAME or PATH")->type_name("NAME|PATH");
+  cmd->add_option("job", in.job_file, "job file (YAML)")->type_name("JOB.yaml");
+  cmd->add_option("--set", in.sets, "override a job key: KEY=VALUE (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](const std::string& set) {
+            const auto eq = set.find('=');
+            return eq == std::string::npos || eq == 0
+                       ? "expected KEY=VALUE, e.g. --set partition=gpu; got \"" +
+                             shell::comment_safe(set) + "\""
+                       : std::string();
+          },
+          ""));
+}
+
+// The job options a render needs, or a message naming what is missing.
+std::string missing_job_input(const Inputs& in) {
+  if (in.profile.empty())
+    return "--profile NAME|PATH is required (\"ddpgen profiles\" lists the profiles)";
+  if (in.job_file.empty()) return "no job file: give one, e.g. ddpgen --profile NAME job.yaml";
+  return "";
+}
+
 // Decodes and checks everything; returns the rendered script. Nothing is written.
 std::string render_job(const Inputs& in) {
   const auto dirs = app::profile_dirs();
@@ -44,7 +73,7 @@ std::string render_job(const Inputs& in) {
   // Said after the checks so that an error is the last line a user sees.
   if (!profile.deprecated.empty())
     std::cerr << "ddpgen: warning: profile \"" << profile.name
-              << "\" is deprecated: " << profile.deprecated << "\n";
+              << "\" is deprecated: " << shell::comment_safe(profile.deprecated) << "\n";
   return script;
 }
 
@@ -70,44 +99,43 @@ void show_profile(const std::string& name) {
   }
 }
 
-int run(int argc, char** argv) {
-  CLI::App cli{"ddpgen: render a correct sbatch script from a job file and a site profile"};
+// What the command line asked for, filled in by CLI11.
+struct Command {
+  Inputs in, vin;
+  std::string output, show_name, init_name = "mysite", init_output, schema_kind;
+  bool schema_keys = false, live = false;
+  CLI::App *profiles = nullptr, *show = nullptr, *init = nullptr, *schema = nullptr,
+           *validate = nullptr;
+};
+
+void define(CLI::App& cli, Command& c) {
   cli.name("ddpgen");
   cli.set_version_flag("--version", "ddpgen " DDPGEN_VERSION);
-  Inputs in;
-  std::string output;
-  cli.add_option("--profile", in.profile, "site profile: NAME or PATH");
-  cli.add_option("job", in.job_file, "job file (YAML)");
-  cli.add_option("-o,--output", output, "write the script here instead of stdout");
-  cli.add_option("--set", in.sets, "override a job key: KEY=VALUE (repeatable)");
-
-  auto* profiles = cli.add_subcommand("profiles", "list the site profiles found");
+  add_job_options(&cli, c.in);
+  cli.add_option("-o,--output", c.output, "write the script here instead of stdout")
+      ->type_name("FILE");
+  c.profiles = cli.add_subcommand("profiles", "list the site profiles found");
   auto* profile_cmd = cli.add_subcommand("profile", "inspect a site profile, or draft one");
-  auto* show = profile_cmd->add_subcommand("show", "print a profile and the ones it extends");
-  std::string show_name;
-  show->add_option("name", show_name, "profile NAME or PATH")->required();
-  auto* init = profile_cmd->add_subcommand("init", "draft a profile from the live cluster");
-  std::string init_name = "mysite", init_output;
-  init->add_option("--name", init_name, "the profile's name (default mysite)");
-  init->add_option("-o,--output", init_output, "write the profile here instead of stdout");
+  c.show = profile_cmd->add_subcommand("show", "print a profile and the ones it extends");
+  c.show->add_option("name", c.show_name, "profile NAME or PATH")->required();
+  c.init = profile_cmd->add_subcommand("init", "draft a profile from the live cluster");
+  c.init->add_option("--name", c.init_name, "the profile's name (default mysite)");
+  c.init->add_option("-o,--output", c.init_output, "write the profile here instead of stdout");
   profile_cmd->require_subcommand(1);
-  auto* schema = cli.add_subcommand("schema", "print the JSON Schema of the job file or profile");
-  std::string schema_kind;
-  bool schema_keys = false;
-  schema->add_option("kind", schema_kind, "job or profile")
+  c.schema = cli.add_subcommand("schema", "print the JSON Schema of the job file or profile");
+  c.schema->add_option("kind", c.schema_kind, "job or profile")
       ->required()
       ->check(CLI::IsMember({"job", "profile"}));
-  schema->add_flag("--keys", schema_keys, "print the job keys --set accepts, one per line");
-  auto* validate =
-      cli.add_subcommand("validate", "check a job file against a profile; write nothing");
-  Inputs vin;
-  validate->add_option("--profile", vin.profile, "site profile: NAME or PATH")->required();
-  validate->add_option("job", vin.job_file, "job file (YAML); optional with --live");
-  validate->add_option("--set", vin.sets, "override a job key: KEY=VALUE (repeatable)");
-  bool live = false;
-  validate->add_flag("--live", live, "also compare the profile with the cluster this runs on");
+  c.schema->add_flag("--keys", c.schema_keys, "print the job keys --set accepts, one per line");
+  c.validate = cli.add_subcommand("validate", "check a job file against a profile; write nothing");
+  add_job_options(c.validate, c.vin);
+  c.validate->add_flag("--live", c.live, "also compare the profile with the cluster this runs on");
   cli.require_subcommand(0, 1);
+}
 
+// Parses argv into c; returns the exit status when ddpgen should stop here (help, version, a
+// usage error), or nothing.
+std::optional<int> parse(CLI::App& cli, int argc, char** argv) {
   try {
     cli.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -116,46 +144,64 @@ int run(int argc, char** argv) {
     return cli.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return cli.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    std::cerr << "ddpgen: error: " << e.what()
+              << " (give one job file; options may come before or after it)\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     std::cerr << "ddpgen: error: " << e.what() << " (see ddpgen --help)\n";
     return 2;
   }
+  return std::nullopt;
+}
 
-  if (profiles->parsed()) {
-    list_profiles();
-  } else if (show->parsed()) {
-    show_profile(show_name);
-  } else if (init->parsed()) {
-    unwrap(app::profile_init(init_name, init_output));
-  } else if (schema->parsed()) {
-    unwrap(app::print_schema(schema_kind == "job" ? SchemaKind::job : SchemaKind::profile,
-                             schema_keys));
-  } else if (validate->parsed()) {
-    if (vin.job_file.empty() && !live) {
-      std::cerr << "ddpgen: error: validate needs a job file, or --live (see ddpgen --help)\n";
-      return 2;
-    }
-    if (!vin.job_file.empty()) {
-      render_job(vin);
-      std::cerr << "ddpgen: " << vin.job_file << ": valid for profile \"" << vin.profile << "\"\n";
-    }
-    if (live) {
-      const Profile profile = unwrap(app::load_profile(vin.profile, app::profile_dirs()));
-      if (unwrap(app::report_live(profile, vin.profile)) > 0) return 1;
-    }
-  } else {
-    if (in.profile.empty() || in.job_file.empty()) {
-      std::cerr << "ddpgen: error: usage: ddpgen --profile NAME|PATH JOB.yaml [-o FILE] "
-                   "[--set KEY=VALUE ...] (see ddpgen --help)\n";
-      return 2;
-    }
-    const std::string script = render_job(in);
-    if (output.empty())
-      std::cout << script;
-    else
-      unwrap(app::write_file(output, script));
+int validate(const Command& c) {
+  if (c.vin.job_file.empty() && !c.live) {
+    std::cerr << "ddpgen: error: validate needs a job file, or --live (see ddpgen --help)\n";
+    return 2;
+  }
+  if (!c.vin.job_file.empty()) {
+    render_job(c.vin);
+    std::cerr << "ddpgen: " << c.vin.job_file << ": valid for profile \"" << c.vin.profile
+              << "\"\n";
+  }
+  if (c.live) {
+    const Profile profile = unwrap(app::load_profile(c.vin.profile, app::profile_dirs()));
+    if (unwrap(app::report_live(profile, c.vin.profile)) > 0) return 1;
   }
   return 0;
+}
+
+int execute(const Command& c) {
+  if (c.profiles->parsed()) {
+    list_profiles();
+  } else if (c.show->parsed()) {
+    show_profile(c.show_name);
+  } else if (c.init->parsed()) {
+    unwrap(app::profile_init(c.init_name, c.init_output));
+  } else if (c.schema->parsed()) {
+    unwrap(app::print_schema(c.schema_kind == "job" ? SchemaKind::job : SchemaKind::profile,
+                             c.schema_keys));
+  } else {
+    const Inputs& job_in = c.validate->parsed() ? c.vin : c.in;
+    const bool live_only = c.validate->parsed() && c.live && !c.vin.profile.empty();
+    if (const std::string missing = missing_job_input(job_in); !missing.empty() && !live_only) {
+      std::cerr << "ddpgen: error: " << missing << " (see ddpgen --help)\n";
+      return 2;
+    }
+    if (c.validate->parsed()) return validate(c);
+    const std::string script = render_job(c.in);
+    unwrap(c.output.empty() ? app::write_stdout(script) : app::write_file(c.output, script));
+  }
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  CLI::App cli{"ddpgen: render a correct sbatch script from a job file and a site profile"};
+  Command command;
+  define(cli, command);
+  if (auto status = parse(cli, argc, argv)) return *status;
+  return execute(command);
 }
 
 }  // namespace

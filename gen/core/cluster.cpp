@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "duration.hpp"
+#include "text.hpp"
 
 namespace ddpgen {
 namespace {
@@ -29,25 +30,28 @@ Fields fields_of(const std::string& line) {
   return out;
 }
 
+// The non-empty fields of text between seps (scontrol leaves empty ones in lists).
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(text);
-  while (std::getline(in, item, sep))
-    if (!item.empty()) out.push_back(item);
+  for (auto item : ddp::text::split(text, sep))
+    if (!item.empty()) out.emplace_back(item);
   return out;
 }
 
 // A count from Slurm: digits, optionally with a K/M/G/T suffix; UNLIMITED and (null) are 0.
 long count_of(const std::string& text) {
-  if (text.empty() || text[0] < '0' || text[0] > '9') return 0;
-  std::size_t end = 0;
-  long value = std::stol(text, &end);
-  const std::string suffix = text.substr(end);
-  static const std::map<std::string, long> k_scale = {
-      {"K", 1024L}, {"M", 1024L * 1024}, {"G", 1024L * 1024 * 1024}};
-  if (auto it = k_scale.find(suffix); it != k_scale.end()) value *= it->second;
-  return value;
+  const auto digits =
+      std::find_if(text.begin(), text.end(), [](char c) { return c < '0' || c > '9'; });
+  const std::string_view number(text.data(), static_cast<std::size_t>(digits - text.begin()));
+  const std::string_view suffix(text.data() + number.size(), text.size() - number.size());
+  // Beyond 9 digits a count is nonsense from a broken scontrol, read as unknown, never thrown.
+  const auto value =
+      number.size() <= 9 ? ddp::text::parse_uint<std::uint32_t>(number) : std::nullopt;
+  if (!value) return 0;
+  static const std::map<std::string_view, long> k_scale = {
+      {"", 1L}, {"K", 1024L}, {"M", 1024L * 1024}, {"G", 1024L * 1024 * 1024}};
+  const auto it = k_scale.find(suffix);
+  return static_cast<long>(*value) * (it == k_scale.end() ? 1L : it->second);
 }
 
 // "gpu:v100:4(S:0-1),nvme:3600": items split at commas outside parentheses.
@@ -141,7 +145,7 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
     ++line_no;
     auto f = fields_of(line);
     if (value_of(f, "PartitionName").empty())
-      return ddp::fail({"scontrol show partition", line_no, 1},
+      return ddp::fail(ddp::Location{"scontrol show partition", line_no, 1},
                        "no PartitionName= in \"" + line.substr(0, 60) + "\"");
     facts.partitions.push_back(partition_of(f));
   }
@@ -150,7 +154,7 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
     ++line_no;
     auto f = fields_of(line);
     if (value_of(f, "NodeName").empty())
-      return ddp::fail({"scontrol show node", line_no, 1},
+      return ddp::fail(ddp::Location{"scontrol show node", line_no, 1},
                        "no NodeName= in \"" + line.substr(0, 60) + "\"");
     facts.nodes.push_back(node_of(f));
   }

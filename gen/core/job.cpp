@@ -1,6 +1,7 @@
 #include "job.hpp"
 
 #include "duration.hpp"
+#include "seconds.hpp"
 #include "shell.hpp"
 #include "yaml_strict.hpp"
 
@@ -11,11 +12,18 @@ const std::vector<std::string>& job_container_keys() {
   return keys;
 }
 const std::vector<std::string>& job_checkpoint_keys() {
-  static const std::vector<std::string> keys = {"dir", "requeue", "signal", "signal_time"};
+  static const std::vector<std::string> keys = {
+      "dir", "requeue", "signal", "signal_time", "max_restarts", "requeue_on_failure"};
   return keys;
 }
 const std::vector<std::string>& job_mail_keys() {
   static const std::vector<std::string> keys = {"user", "type"};
+  return keys;
+}
+
+const std::vector<std::string>& job_watchdog_keys() {
+  static const std::vector<std::string> keys = {"timeout", "startup", "grace", "heartbeat",
+                                                "on_stall"};
   return keys;
 }
 
@@ -75,9 +83,36 @@ Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
     if (key == "signal")
       c.signal = r.choice(value, path, {"USR1", "USR2", "TERM", "INT", "HUP", "URG"});
     if (key == "signal_time") c.signal_time = r.integer(value, path, 1, 65535);
+    if (key == "max_restarts") c.max_restarts = r.integer(value, path, 0, 10000);
+    if (key == "requeue_on_failure") c.requeue_on_failure = r.boolean(value, path);
   }
   if (c.dir.empty()) r.reject(node, "checkpoint", "\"checkpoint.dir\" is required");
+  if (c.requeue_on_failure && !c.requeue)
+    r.reject(
+        node, "checkpoint",
+        "\"checkpoint.requeue_on_failure\" needs \"checkpoint.requeue: true\" (the job must be "
+        "requeueable)");
   return c;
+}
+
+long decode_seconds(const StrictReader& r, const YAML::Node& value, const std::string& path) {
+  auto seconds = ddp::parse_seconds(r.string(value, path), "\"" + path + "\"");
+  if (!seconds) r.reject(value, path, seconds.error().message);
+  return *seconds;
+}
+
+Watchdog decode_watchdog(const StrictReader& r, const YAML::Node& node) {
+  Watchdog w;
+  for (const auto& [key, value] : r.entries(node, "watchdog", job_watchdog_keys())) {
+    const std::string path = "watchdog." + key;
+    if (key == "timeout") w.timeout = decode_seconds(r, value, path);
+    if (key == "startup") w.startup = decode_seconds(r, value, path);
+    if (key == "grace") w.grace = decode_seconds(r, value, path);
+    if (key == "heartbeat") w.heartbeat = r.boolean(value, path);
+    if (key == "on_stall") w.requeue = r.choice(value, path, {"fail", "requeue"}) == "requeue";
+  }
+  if (w.timeout == 0) r.reject(node, "watchdog", "\"watchdog.timeout\" is required (e.g. 10m)");
+  return w;
 }
 
 Mail decode_mail(const StrictReader& r, const YAML::Node& node) {
@@ -129,6 +164,7 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
     if (key == "modules") job.modules = r.strings(value, key);
     if (key == "container") job.container = decode_container(r, value);
     if (key == "checkpoint") job.checkpoint = decode_checkpoint(r, value);
+    if (key == "watchdog") job.watchdog = decode_watchdog(r, value);
     if (key == "output") job.output = r.string(value, key);
     if (key == "error") job.error = r.string(value, key);
     if (key == "mail") job.mail = decode_mail(r, value);
@@ -146,7 +182,7 @@ const std::vector<std::string>& job_keys() {
       "name",     "nodes",  "gpus_per_node", "procs_per_node", "time",
       "launcher", "script", "args",          "account",        "partition",
       "gpu_type", "env",    "modules",       "container",      "checkpoint",
-      "output",   "error",  "mail",          "preflight"};
+      "output",   "error",  "mail",          "preflight",      "watchdog"};
   return keys;
 }
 

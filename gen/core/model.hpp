@@ -35,6 +35,19 @@ struct Checkpoint {
   bool requeue = false;
   std::string signal = "USR1";
   long signal_time = 120;  // seconds before the time limit
+  // Requeues of one job at most, whatever caused them (SLURM_RESTART_COUNT): a job that keeps
+  // failing or keeps being preempted stops instead of looping.
+  long max_restarts = 10;
+  bool requeue_on_failure = false;  // a run that exits non-zero is requeued too
+};
+
+// ddp-watch around the training step (doc/ddp-watch.md); durations in seconds.
+struct Watchdog {
+  long timeout = 0;        // no progress for this long is a stall (required)
+  long startup = 0;        // allowance before the first progress; 0: the timeout
+  long grace = 20;         // time the ranks get to print their stacks
+  bool heartbeat = false;  // export DDP_HEARTBEAT_FILE for the program to touch
+  bool requeue = false;    // on_stall: requeue (within checkpoint.max_restarts) instead of failing
 };
 
 struct Mail {
@@ -59,6 +72,7 @@ struct Job {
   std::vector<std::string> modules;
   std::optional<Container> container;
   std::optional<Checkpoint> checkpoint;
+  std::optional<Watchdog> watchdog;
   std::string output;
   std::string error;
   std::optional<Mail> mail;

@@ -134,9 +134,10 @@ void check_mail(const Job& job) {
 void check_job_text(const Job& job, const Profile& profile) {
   if (job.account.empty() && profile.account_required)
     reject(job, "account",
-           "profile \"" + profile.name +
-               "\" requires an account: add \"account: " + profile.account_hint +
-               "\" to the job file or pass --set account=" + profile.account_hint);
+           "profile \"" + profile.name + "\" requires an account: add \"account: " +
+               shell::comment_safe(profile.account_hint) +
+               "\" to the job file or pass --set account=" +
+               shell::comment_safe(profile.account_hint));
   if (!job.account.empty()) check_sbatch_value(job, "account", job.account);
   if (!job.name.empty()) check_sbatch_value(job, "name", job.name);
   if (!job.output.empty()) check_sbatch_value(job, "output", job.output);
@@ -144,6 +145,10 @@ void check_job_text(const Job& job, const Profile& profile) {
   check_mail(job);
   if (job.script.starts_with("-"))
     reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
+  if (job.watchdog && job.watchdog->requeue && !(job.checkpoint && job.checkpoint->requeue))
+    reject(job, "watchdog",
+           "\"watchdog.on_stall: requeue\" needs \"checkpoint.requeue: true\": the restart cap "
+           "(checkpoint.max_restarts) and the requeue of this task alone come from there");
   if (job.checkpoint && job.checkpoint->signal_time >= job.time)
     reject(job, "checkpoint",
            "\"checkpoint.signal_time\" (" + std::to_string(job.checkpoint->signal_time) +
@@ -178,56 +183,85 @@ std::string container_runtime(const Job& job, const Profile& profile) {
   return wanted;
 }
 
-void add_directives(Plan& plan, const Job& job, const Profile& profile, const Choice& c,
-                    long tasks_per_node) {
-  auto& d = plan.directives;
-  if (!job.name.empty()) d.push_back("--job-name=" + job.name);
-  if (!job.account.empty()) d.push_back("--account=" + job.account);
-  d.push_back("--partition=" + c.partition->name);
-  if (!c.partition->constraint.empty()) d.push_back("--constraint=" + c.partition->constraint);
-  d.push_back("--nodes=" + std::to_string(job.nodes));
-  d.push_back("--ntasks-per-node=" + std::to_string(tasks_per_node));
-  const long gpn = c.gpus_per_node;
-  if (profile.cpus_per_gpu > 0 && gpn > 0) {
-    // Never more cores than the node has for jobs (Ibex keeps 2 per node for its filesystem).
-    long cpus = profile.cpus_per_gpu * gpn;
-    if (c.node.cores > 0) cpus = std::min(cpus, c.node.cores);
-    d.push_back("--cpus-per-task=" + std::to_string(std::max(1L, cpus / tasks_per_node)));
-  }
-  if (profile.mem_per_gpu_gb > 0 && gpn > 0)
-    d.push_back("--mem=" + std::to_string(profile.mem_per_gpu_gb * gpn) + "G");
-  if (gpn > 0) {
-    if (profile.gpu_request == "gpus-per-node")
-      d.push_back("--gpus-per-node=" + std::to_string(gpn));
-    else
-      d.push_back("--gres=gpu:" + (c.node.gpu_type.empty() ? "" : c.node.gpu_type + ":") +
-                  std::to_string(gpn));
-  }
-  d.push_back("--time=" + duration::format(job.time));
-  if (!job.output.empty()) d.push_back("--output=" + job.output);
-  if (!job.error.empty()) d.push_back("--error=" + job.error);
-  if (job.mail) {
-    d.push_back("--mail-user=" + job.mail->user);
-    d.push_back("--mail-type=" + job.mail->type);
-  }
-  if (plan.requeue) {
-    // B: signals only the batch shell, whose trap requeues the job; the training processes are
-    // not signalled (NCCL has caught SIGUSR1 before: nccl#704).
-    d.push_back("--signal=B:" + plan.signal + "@" + std::to_string(job.checkpoint->signal_time));
-    d.push_back("--requeue");
-    d.push_back("--open-mode=append");
-  }
-  for (const auto& s : profile.sbatch) d.push_back(s);
-  for (const auto& s : c.partition->sbatch) d.push_back(s);
+// The one way text reaches an #SBATCH line. sbatch reads these lines itself, up to the first
+// command, so a value must be one plain token: the decoders refuse anything else where the
+// value is written (with its file and line); this is the last check, for every source at once.
+void add_directive(Plan& plan, const std::string& option, const std::string& value = "") {
+  if (auto problem = shell::sbatch_value_problem(option + value))
+    throw Error{"internal error: a value that " + *problem + " was not refused",
+                {"#SBATCH " + shell::comment_safe(option), 0, 0}};
+  plan.directives.push_back(option + value);
 }
 
-void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_per_node,
-                const std::string& cpus_directive) {
+// --cpus-per-task, or nothing when the profile sets no cpus_per_gpu or the job has no GPUs.
+std::optional<long> cpus_per_task(const Profile& profile, const Choice& c, long tasks_per_node) {
+  const long gpn = c.gpus_per_node;
+  if (profile.cpus_per_gpu <= 0 || gpn <= 0) return std::nullopt;
+  // Never more cores than the node has for jobs (Ibex keeps 2 per node for its filesystem).
+  long cpus = profile.cpus_per_gpu * gpn;
+  if (c.node.cores > 0) cpus = std::min(cpus, c.node.cores);
+  return std::max(1L, cpus / tasks_per_node);
+}
+
+void add_resources(Plan& plan, const Job& job, const Profile& profile, const Choice& c,
+                   long tasks_per_node) {
+  add_directive(plan, "--partition=", c.partition->name);
+  if (!c.partition->constraint.empty())
+    add_directive(plan, "--constraint=", c.partition->constraint);
+  add_directive(plan, "--nodes=", std::to_string(job.nodes));
+  add_directive(plan, "--ntasks-per-node=", std::to_string(tasks_per_node));
+  plan.cpus_per_task = cpus_per_task(profile, c, tasks_per_node);
+  if (plan.cpus_per_task)
+    add_directive(plan, "--cpus-per-task=", std::to_string(*plan.cpus_per_task));
+  const long gpn = c.gpus_per_node;
+  if (profile.mem_per_gpu_gb > 0 && gpn > 0)
+    add_directive(plan, "--mem=", std::to_string(profile.mem_per_gpu_gb * gpn) + "G");
+  if (gpn > 0 && profile.gpu_request == "gpus-per-node")
+    add_directive(plan, "--gpus-per-node=", std::to_string(gpn));
+  else if (gpn > 0)
+    add_directive(
+        plan, "--gres=",
+        "gpu:" + (c.node.gpu_type.empty() ? "" : c.node.gpu_type + ":") + std::to_string(gpn));
+  add_directive(plan, "--time=", duration::format(job.time));
+}
+
+void add_directives(Plan& plan, const Job& job, const Profile& profile, const Choice& c,
+                    long tasks_per_node) {
+  if (!job.name.empty()) add_directive(plan, "--job-name=", job.name);
+  if (!job.account.empty()) add_directive(plan, "--account=", job.account);
+  add_resources(plan, job, profile, c, tasks_per_node);
+  if (!job.output.empty()) add_directive(plan, "--output=", job.output);
+  if (!job.error.empty()) add_directive(plan, "--error=", job.error);
+  if (job.mail) {
+    add_directive(plan, "--mail-user=", job.mail->user);
+    add_directive(plan, "--mail-type=", job.mail->type);
+  }
+  if (plan.requeue) {
+    // B: signals only the batch shell, whose trap tells the program through a file and then
+    // requeues the job; the training processes are not signalled (NCCL has caught SIGUSR1
+    // before: nccl#704).
+    add_directive(plan, "--signal=",
+                  "B:" + plan.requeue->signal + "@" + std::to_string(plan.requeue->signal_time));
+    add_directive(plan, "--requeue");
+    add_directive(plan, "--open-mode=", "append");
+  }
+  for (const auto& s : profile.sbatch) add_directive(plan, s);
+  for (const auto& s : c.partition->sbatch) add_directive(plan, s);
+}
+
+// How long the script waits for the program to save and stop after the notice: most of the
+// warning time, leaving 10 s (at least half of it) for Slurm to requeue before the limit.
+long notice_grace(long signal_time) {
+  return signal_time > 20 ? signal_time - 10 : std::max(1L, signal_time / 2);
+}
+
+void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_per_node) {
   auto& s = plan.srun_words;
   if (plan.plugin) s.push_back({plan.torchrun_mode ? "--ddp=torchrun" : "--ddp", {}});
   s.push_back({"--ntasks-per-node=" + std::to_string(tasks_per_node), {}});
   // srun does not inherit --cpus-per-task from sbatch in Slurm 22.05 to 23.02: repeat it.
-  if (!cpus_directive.empty()) s.push_back({cpus_directive, {}});
+  if (plan.cpus_per_task)
+    s.push_back({"--cpus-per-task=" + std::to_string(*plan.cpus_per_task), {}});
   // Not --kill-on-bad-exit for the preflight: every rank lives to print its own diagnosis,
   // and ddp-check bounds the step itself.
   if (plan.preflight) plan.preflight_words = s;
@@ -289,7 +323,7 @@ Plan make_plan(const Job& job, const Profile& profile) {
   plan.notes = profile.notes;
   plan.local_scratch = profile.local_scratch;
   plan.plugin = profile.ddp_plugin;
-  plan.launcher = launcher_name(job.launcher);
+  plan.launcher = job.launcher;
   plan.torchrun_mode = job.launcher == Launcher::torchrun || job.launcher == Launcher::accelerate;
   plan.port_first = profile.port_first;
   plan.port_size = profile.port_last - profile.port_first + 1;
@@ -305,15 +339,15 @@ Plan make_plan(const Job& job, const Profile& profile) {
   const long tasks_per_node = plan.torchrun_mode ? 1 : plan.procs_per_node;
 
   if (job.checkpoint) {
-    plan.checkpoint_dir = job.checkpoint->dir;
-    plan.requeue = job.checkpoint->requeue;
-    plan.signal = job.checkpoint->signal;
+    const Checkpoint& ck = *job.checkpoint;
+    plan.checkpoint_dir = ck.dir;
+    if (ck.requeue)
+      plan.requeue = Requeue{ck.signal, ck.signal_time, notice_grace(ck.signal_time),
+                             ck.max_restarts, ck.requeue_on_failure};
   }
   add_directives(plan, job, profile, c, tasks_per_node);
-  std::string cpus;
-  for (const auto& d : plan.directives)
-    if (d.starts_with("--cpus-per-task=")) cpus = d;
-  add_launch(plan, job, profile, tasks_per_node, cpus);
+  if (job.watchdog) plan.watchdog = job.watchdog;
+  add_launch(plan, job, profile, tasks_per_node);
 
   plan.module_purge = profile.module_purge;
   plan.module_use = profile.module_use;

@@ -17,23 +17,34 @@ struct Word {
   std::optional<std::string> user;
 };
 
+// Requeue before the time limit and, when asked, after a failure.
+struct Requeue {
+  std::string signal;       // USR1, ...: what Slurm sends the batch shell
+  long signal_time = 0;     // seconds before the time limit
+  long grace = 0;           // seconds the program gets to save and stop after the notice
+  long max_restarts = 0;    // requeues of the job at most
+  bool on_failure = false;  // a failed run is requeued too
+};
+
 struct Plan {
   std::string profile_name;
   std::string profile_description;
   std::string deprecated;
   std::vector<std::string> notes;
   std::string partition;
-  bool partition_chosen = false;        // true when ddpgen picked it (the job named none)
-  std::vector<std::string> directives;  // "--opt=value", each checked to be one safe token
+  bool partition_chosen = false;  // true when ddpgen picked it (the job named none)
+  // "--opt=value" or "--opt", each made by add_directive(), which checks the value.
+  std::vector<std::string> directives;
+  std::optional<long> cpus_per_task;  // also repeated on srun
   bool module_purge = false;
   std::vector<std::string> module_use;
   std::vector<std::string> modules;
   EnvList site_env;  // trusted: $NAME references expand
   EnvList job_env;   // literal
   std::string checkpoint_dir;
-  bool requeue = false;
-  std::string signal;
+  std::optional<Requeue> requeue;
   bool preflight = false;
+  std::optional<Watchdog> watchdog;  // ddp-watch around the training step
   std::string local_scratch;
   // Launch.
   bool plugin = false;
@@ -44,7 +55,7 @@ struct Plan {
   long procs_per_node = 1;
   long port_first = ddp::k_default_port_range.first;
   long port_size = ddp::k_default_port_range.size();
-  std::string launcher;
+  Launcher launcher = Launcher::torchrun;
   std::vector<Word> srun_words;
   // preflight: the srun options of the ddp-check step: the training step's layout, without
   // the container (ddp-check checks the host's fabric and is installed on the host).

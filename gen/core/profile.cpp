@@ -1,5 +1,7 @@
 #include "profile.hpp"
 
+#include <cctype>
+
 #include "duration.hpp"
 #include "rules.hpp"
 #include "shell.hpp"
@@ -29,12 +31,25 @@ const std::vector<std::string>& profile_container_keys() {
 
 namespace {
 
+// A GRES type is written into "#SBATCH --gres=gpu:TYPE:N", where ':' or ',' would change the
+// request and a newline would end the line (and with it every later #SBATCH).
+std::string decode_gres_type(const StrictReader& r, const YAML::Node& node,
+                             const std::string& path) {
+  std::string type = r.string(node, path);
+  for (char c : type)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+      r.reject(node, path,
+               "\"" + path + "\": \"" + shell::comment_safe(type) +
+                   "\" is not a GRES type name (letters, digits, _ - . only, as in a100_3g.20gb)");
+  return type;
+}
+
 NodeSpec decode_node(const StrictReader& r, const YAML::Node& node, const std::string& path,
                      NodeSpec spec) {
   for (const auto& [key, value] : r.entries(node, path, profile_node_keys())) {
     const std::string p = path + "." + key;
     if (key == "gpus") spec.gpus = r.integer(value, p, 0, 64);
-    if (key == "gpu_type") spec.gpu_type = r.string(value, p);
+    if (key == "gpu_type") spec.gpu_type = decode_gres_type(r, value, p);
     if (key == "cores") spec.cores = r.integer(value, p, 0, 100000);
     if (key == "memory_gb") spec.memory_gb = r.integer(value, p, 0, 10000000);
     if (key == "local_disk_gb") spec.local_disk_gb = r.integer(value, p, 0, 10000000);
@@ -45,7 +60,10 @@ NodeSpec decode_node(const StrictReader& r, const YAML::Node& node, const std::s
 long decode_time(const StrictReader& r, const YAML::Node& node, const std::string& path) {
   const std::string text = r.string(node, path);
   auto seconds = duration::parse(text);
-  if (!seconds) r.reject(node, path, "\"" + path + "\": malformed time \"" + text + "\"");
+  if (!seconds)
+    r.reject(node, path,
+             "\"" + path + "\": malformed time \"" + shell::comment_safe(text) +
+                 "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
   return *seconds;
 }
 
@@ -89,12 +107,33 @@ Partition decode_partition(const StrictReader& r, const YAML::Node& node, const 
   return p;
 }
 
+// Site variables may reference others ($NAME), so they are not single-quoted; what bash could
+// read as code is refused here, where the message can point at the value.
+void decode_site_env(const StrictReader& r, const YAML::Node& node, Profile& p) {
+  for (auto& [name, v] : r.env_map(node, "env")) {
+    if (auto problem = shell::site_value_problem(v))
+      r.reject(node[name], "env." + name, "\"env." + name + "\" " + *problem);
+    std::erase_if(p.env, [&](const auto& e) { return e.first == name; });
+    p.env.emplace_back(name, v);
+  }
+}
+
+std::string decode_python(const StrictReader& r, const YAML::Node& node) {
+  std::string python = r.string(node, "python");
+  if (python.empty() || python.starts_with("-"))
+    r.reject(node, "python",
+             "\"python\" must name the interpreter (e.g. python3), not be empty or start with '-'");
+  return python;
+}
+
 void decode_port_range(const StrictReader& r, const YAML::Node& node, Profile& p) {
   // The plugin's parser: a profile accepts exactly what plugstack.conf's port_range= does.
-  auto range = ddp::parse_port_range(r.string(node, "port_range"));
+  const std::string text = r.string(node, "port_range");
+  auto range = ddp::parse_port_range(text);
   if (!range)
     r.reject(node, "port_range",
-             "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999");
+             "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999; got \"" +
+                 shell::comment_safe(text) + "\"");
   p.port_first = range->first;
   p.port_last = range->last;
 }
@@ -131,12 +170,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
     if (key == "module_purge") p.module_purge = r.boolean(value, key);
     if (key == "modules") p.modules = r.strings(value, key);
     if (key == "module_use") p.module_use = r.strings(value, key);
-    if (key == "env") {
-      for (auto& [name, v] : r.env_map(value, key)) {
-        std::erase_if(p.env, [&](const auto& e) { return e.first == name; });
-        p.env.emplace_back(name, v);
-      }
-    }
+    if (key == "env") decode_site_env(r, value, p);
     if (key == "container") {
       for (const auto& [k, v] : r.entries(value, key, profile_container_keys())) {
         const std::string kp = "container." + k;
@@ -155,7 +189,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
       }
     }
     if (key == "local_scratch") p.local_scratch = r.string(value, key);
-    if (key == "python") p.python = r.string(value, key);
+    if (key == "python") p.python = decode_python(r, value);
     if (key == "port_range") decode_port_range(r, value, p);
   }
 }

@@ -140,8 +140,34 @@ mu::data optional_object(bool present, mu::data object) {
   return present ? object : mu::data(false);
 }
 
-mu::data build(const Plan& plan, const RenderInput& in) {
-  mu::data d;
+mu::data requeue_data(const Plan& plan) {
+  if (!plan.requeue) return mu::data(false);
+  const Requeue& r = *plan.requeue;
+  mu::data out;
+  out.set("signal", r.signal);
+  out.set("signal_time", std::to_string(r.signal_time));
+  out.set("grace", std::to_string(r.grace));
+  out.set("max_restarts", std::to_string(r.max_restarts));
+  out.set("on_failure", r.on_failure);
+  out.set("on_stall", plan.watchdog && plan.watchdog->requeue);
+  return out;
+}
+
+// ddp-watch's options: all numbers, and file names made of $SLURM_JOB_ID only. The stacks and
+// the heartbeat live in the job's working directory, which the batch host and every node see.
+mu::data watchdog_data(const Plan& plan) {
+  if (!plan.watchdog) return mu::data(false);
+  const Watchdog& w = *plan.watchdog;
+  std::string args = "--timeout=" + std::to_string(w.timeout);
+  if (w.startup > 0) args += " --startup=" + std::to_string(w.startup);
+  args += " --grace=" + std::to_string(w.grace);
+  args += " --stacks=\"ddp-watch-${SLURM_JOB_ID}.stacks\"";
+  if (w.heartbeat) args += " --heartbeat=\"ddp-heartbeat-${SLURM_JOB_ID}\"";
+  return mu::data("args", args);
+}
+
+// The header, the directives and the environment: everything before the launch.
+void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("version", shell::comment_safe(in.version));
   d.set("job_file", shell::comment_safe(in.job_file));
   d.set("profile", shell::comment_safe(plan.profile_name));
@@ -153,14 +179,13 @@ mu::data build(const Plan& plan, const RenderInput& in) {
   d.set("has_notes", !plan.notes.empty());
   d.set("partition", plan.partition);
   d.set("partition_chosen", plan.partition_chosen);
-  d.set("launcher", plan.launcher);
+  d.set("launcher", launcher_name(plan.launcher));
   d.set("nodes", std::to_string(plan.nodes));
   d.set("gpus_per_node", std::to_string(plan.gpus_per_node));
   d.set("procs_per_node", std::to_string(plan.procs_per_node));
   mu::data directives{mu::data::type::list};
   for (const auto& dir : plan.directives) directives.push_back(mu::data("d", dir));
   d.set("directives", directives);
-
   const bool has_modules = plan.module_purge || !plan.module_use.empty() || !plan.modules.empty();
   d.set("has_modules", has_modules);
   d.set("module_purge", plan.module_purge);
@@ -173,20 +198,17 @@ mu::data build(const Plan& plan, const RenderInput& in) {
   d.set("local_scratch",
         optional_object(!plan.local_scratch.empty(),
                         mu::data("text", shell::comment_safe(plan.local_scratch))));
-
   mu::data checkpoint;
   checkpoint.set("dir", plan.checkpoint_dir);
   d.set("checkpoint", optional_object(!plan.checkpoint_dir.empty(), checkpoint));
-  mu::data requeue;
-  requeue.set("signal", plan.signal);
-  std::string signal_time;
-  for (const auto& dir : plan.directives)
-    if (dir.starts_with("--signal=")) signal_time = dir.substr(dir.find('@') + 1);
-  requeue.set("signal_time", signal_time);
-  d.set("requeue", optional_object(plan.requeue, requeue));
+  d.set("requeue", requeue_data(plan));
+  d.set("watchdog", watchdog_data(plan));
+}
+
+// The preflight and training steps.
+void set_launch(mu::data& d, const Plan& plan) {
   d.set("preflight", plan.preflight);
   d.set("preflight_srun", words(plan.preflight_words));
-
   d.set("plugin_tasks", plan.plugin && !plan.torchrun_mode);
   d.set("plugin_torchrun", plan.plugin && plan.torchrun_mode);
   d.set("setup", !plan.plugin);
@@ -204,7 +226,13 @@ mu::data build(const Plan& plan, const RenderInput& in) {
   wrapper.set("code", std::string(plan.plugin ? "" : "\"$ddpgen_task_setup\"") + "'" +
                           plan.wrapper_exec + "'");
   d.set("wrapper", optional_object(plan.wrapped, wrapper));
-  d.set("accelerate", plan.launcher == "accelerate");
+  d.set("accelerate", plan.launcher == Launcher::accelerate);
+}
+
+mu::data build(const Plan& plan, const RenderInput& in) {
+  mu::data d;
+  set_preamble(d, plan, in);
+  set_launch(d, plan);
   return d;
 }
 

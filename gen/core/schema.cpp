@@ -22,6 +22,10 @@ const std::string k_env =
 const std::string k_time =
     R"({"type": ["string", "integer"], "pattern": "^([0-9]+-)?[0-9]+(:[0-9]+){0,2}$"})";
 
+// ddp::parse_seconds: 90, 90s, 5m, 1h30m, 2d.
+const std::string k_duration =
+    R"({"type": ["string", "integer"], "pattern": "^([0-9]+|([0-9]+[dhms])+)$"})";
+
 std::string integer(long min, long max) {
   return R"({"type": ["integer", "string"], "pattern": "^[0-9]{1,9}$", "minimum": )" +
          std::to_string(min) + R"(, "maximum": )" + std::to_string(max) + "}";
@@ -62,6 +66,7 @@ const Types& job_types() {
       {"job.error", k_scalar},
       {"job.mail", "@mail"},
       {"job.preflight", k_boolean},
+      {"job.watchdog", "@watchdog"},
       {"container.image", k_scalar},
       {"container.runtime", choice({"apptainer", "singularity", "pyxis"})},
       {"container.mounts", k_strings},
@@ -69,6 +74,13 @@ const Types& job_types() {
       {"checkpoint.requeue", k_boolean},
       {"checkpoint.signal", choice({"USR1", "USR2", "TERM", "INT", "HUP", "URG"})},
       {"checkpoint.signal_time", integer(1, 65535)},
+      {"checkpoint.max_restarts", integer(0, 10000)},
+      {"checkpoint.requeue_on_failure", k_boolean},
+      {"watchdog.timeout", k_duration},
+      {"watchdog.startup", k_duration},
+      {"watchdog.grace", k_duration},
+      {"watchdog.heartbeat", k_boolean},
+      {"watchdog.on_stall", choice({"fail", "requeue"})},
       {"mail.user", k_scalar},
       {"mail.type", k_scalar},
   };
@@ -139,6 +151,7 @@ const Sections& job_sections() {
       {"container", {job_container_keys(), {"image"}}},
       {"checkpoint", {job_checkpoint_keys(), {"dir"}}},
       {"mail", {job_mail_keys(), {"user"}}},
+      {"watchdog", {job_watchdog_keys(), {"timeout"}}},
   };
   return sections;
 }

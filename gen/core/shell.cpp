@@ -1,5 +1,7 @@
 #include "shell.hpp"
 
+#include <cstdio>
+
 namespace ddpgen::shell {
 namespace {
 
@@ -35,6 +37,61 @@ bool is_name_start(char c) {
   return c == '_' || (is_alnum(c) && !(c >= '0' && c <= '9'));
 }
 
+std::size_t name_end(std::string_view text, std::size_t at) {
+  if (at >= text.size() || !is_name_start(text[at])) return at;
+  while (at < text.size() && (is_alnum(text[at]) || text[at] == '_')) ++at;
+  return at;
+}
+
+// The end of $NAME or ${NAME} starting at text[at] (a '$'), or at itself when there is none.
+std::size_t reference_end(std::string_view text, std::size_t at) {
+  const bool braced = text.substr(at + 1, 1) == "{";
+  const std::size_t start = at + (braced ? 2 : 1);
+  const std::size_t end = name_end(text, start);
+  if (end == start) return at;
+  if (!braced) return end;
+  return text.substr(end, 1) == "}" ? end + 1 : at;
+}
+
+std::string shown(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (c == '\'') return "a quote (')";
+  if (u > 0x20 && u < 0x7f) return std::string("'") + c + "'";
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", u);
+  return hex;
+}
+
+// ${NAME:+TEXT} at text[at]: where it ends (after its '}'), and what makes it unsafe. Inside,
+// bash's parser of a double-quoted word treats quotes in ways that differ between its versions
+// (a ' there can end the word), so only plain characters and references are allowed.
+struct Alternate {
+  std::size_t end = 0;
+  std::optional<std::string> problem;
+};
+
+std::optional<Alternate> alternate_at(std::string_view text, std::size_t at) {
+  if (text.substr(at, 2) != "${") return std::nullopt;
+  const std::size_t name = name_end(text, at + 2);
+  if (name == at + 2 || text.substr(name, 2) != ":+") return std::nullopt;
+  const std::string head(text.substr(at, name + 2 - at));
+  for (std::size_t i = name + 2; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '}') return Alternate{i + 1, std::nullopt};
+    if (c == '$') {
+      const std::size_t end = reference_end(text, i);
+      if (end == i)
+        return Alternate{i, "has a '$' inside " + head + "...} that starts no $NAME or ${NAME}"};
+      i = end - 1;
+    } else if (!is_bare_safe(c) && c != ' ') {
+      return Alternate{i, "has " + shown(c) + " inside " + head +
+                              "...} (allowed there: letters, digits, spaces, _ - . / : = , + @ % "
+                              "and $NAME; put other text outside the braces)"};
+    }
+  }
+  return Alternate{text.size(), "has " + head + " without its closing '}'"};
+}
+
 }  // namespace
 
 std::string quote(std::string_view text) {
@@ -55,39 +112,19 @@ std::string quote(std::string_view text) {
 
 std::string quote_allowing_vars(std::string_view text) {
   std::string out = "\"";
-  int open_alternates = 0;  // inside ${NAME:+...}
   for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '}' && open_alternates > 0) {
-      --open_alternates;
-      out += c;
-      continue;
-    }
-    if (c == '$' && i + 2 < text.size() && text[i + 1] == '{' && is_name_start(text[i + 2])) {
-      // ${NAME:+TEXT}: TEXT only when NAME is set, e.g. ${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH},
-      // so that an unset variable does not leave an empty path entry (the current directory).
-      std::size_t end = i + 2;
-      while (end < text.size() && (is_alnum(text[end]) || text[end] == '_')) ++end;
-      if (text.substr(end, 2) == ":+") {
-        out.append(text.substr(i, end + 2 - i));
-        ++open_alternates;
-        i = end + 1;
-        continue;
-      }
-    }
+    const char c = text[i];
     if (c == '$') {
-      std::size_t end = i + 1;
-      bool braced = end < text.size() && text[end] == '{';
-      if (braced) ++end;
-      std::size_t name_start = end;
-      if (end < text.size() && is_name_start(text[end])) {
-        while (end < text.size() && (is_alnum(text[end]) || text[end] == '_')) ++end;
-      }
-      bool named = end > name_start;
-      if (named && (!braced || (end < text.size() && text[end] == '}'))) {
-        if (braced) ++end;
+      if (std::size_t end = reference_end(text, i); end > i) {
         out.append(text.substr(i, end - i));
         i = end - 1;
+        continue;
+      }
+      if (auto alt = alternate_at(text, i); alt && !alt->problem) {
+        // Checked by site_value_problem(): only safe characters and references inside, none
+        // of which changes how bash reads the double-quoted word.
+        out.append(text.substr(i, alt->end - i));
+        i = alt->end - 1;
         continue;
       }
       out += "\\$";
@@ -98,10 +135,25 @@ std::string quote_allowing_vars(std::string_view text) {
       out += c;
     }
   }
-  // An unclosed ${NAME:+ would swallow the closing quote: close it.
-  out.append(static_cast<std::size_t>(open_alternates), '}');
   out += '"';
   return out;
+}
+
+std::optional<std::string> site_value_problem(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$' || text.substr(i + 1, 1) != "{") continue;
+    if (std::size_t end = reference_end(text, i); end > i) {
+      i = end - 1;
+      continue;
+    }
+    auto alt = alternate_at(text, i);
+    if (!alt)
+      return std::string("has \"${\" that starts neither ${NAME} nor ${NAME:+TEXT} (no other ") +
+             "form expands; write the text without \"${\")";
+    if (alt->problem) return alt->problem;
+    i = alt->end - 1;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> sbatch_value_problem(std::string_view text) {

@@ -158,7 +158,8 @@ Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file) 
   } catch (const YAML::Exception& e) {
     Location where{file, 1, 1};
     if (!e.mark.is_null()) where = {file, e.mark.line + 1, e.mark.column + 1};
-    return ddp::fail(where, "YAML syntax error: " + e.msg);
+    // yaml-cpp quotes the offending character raw; a control character must not reach a terminal.
+    return ddp::fail(where, "YAML syntax error: " + shell::comment_safe(e.msg));
   }
 }
 

@@ -138,8 +138,9 @@ check_resumed() {
   grep -q '^start world 6 .* restart 1$' <<<"$second"
   [ "$(grep -c '^weights identical' <<<"$first")" -eq 0 ]
   [ "$(grep -c '^resumed from' <<<"$first")" -eq 0 ]
-  [ "$(grep -c '^resumed from epoch [0-9]*$' <<<"$second")" -eq 1 ]
-  resumed=$(sed -n 's/^resumed from epoch \([0-9]*\)$/\1/p' <<<"$second")
+  # "batch N" when the job was stopped by the requeue notice, inside an epoch.
+  [ "$(grep -Ec '^resumed from epoch [0-9]+( batch [0-9]+)?$' <<<"$second")" -eq 1 ]
+  resumed=$(sed -En 's/^resumed from epoch ([0-9]+)( batch [0-9]+)?$/\1/p' <<<"$second")
   local run1 run2 last1
   run1=$(epochs_in <<<"$first" | tr '\n' ' ')
   run2=$(epochs_in <<<"$second" | tr '\n' ' ')

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Injection test: renders CASE_DIR/job.yaml, then EXECUTES the script with stub srun, module,
 # scontrol, containers and launchers first on a PATH that holds nothing else but bash, mkdir,
-# head and touch. Hostile values try to run "touch pwned"; the test passes when no file
+# head, rm and touch. Hostile values try to run "touch pwned"; the test passes when no file
 # "pwned" appears and the log of what ran equals CASE_DIR/expected.log exactly (the hostile
 # strings arriving as literal arguments). Usage: inject.sh DDPGEN CASE_DIR
 # CASE_DIR/show-env names variables the program stub logs; CASE_DIR/no-scontrol drops the
@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin" "$work/run"
-for tool in bash mkdir head touch; do ln -s "$(command -v "$tool")" "$work/bin/$tool"; done
+for tool in bash mkdir head touch rm; do ln -s "$(command -v "$tool")" "$work/bin/$tool"; done
 ln -s "$here/injection/stubs/srun" "$work/bin/srun"
 for c in apptainer singularity; do ln -s "$here/injection/stubs/container" "$work/bin/$c"; done
 for p in torchrun python3 accelerate fairseq-train; do ln -s "$here/injection/stubs/program" "$work/bin/$p"; done

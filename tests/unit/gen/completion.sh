@@ -51,7 +51,7 @@ expect "--name" profile init --na
 expect "zz-testsite" --profile zz
 expect "zz-testsite" validate --profile zz
 expect "zz-testsite" profile show zz
-expect "checkpoint.dir= checkpoint.requeue= checkpoint.signal= checkpoint.signal_time= checkpoint=" --set check
+expect "checkpoint.dir= checkpoint.max_restarts= checkpoint.requeue= checkpoint.requeue_on_failure= checkpoint.signal= checkpoint.signal_time= checkpoint=" --set check
 expect "nodes=" --profile local job.yaml --set nod
 # the installed profiles are found too (the build tree's, for a build-tree ddpgen)
 expect "lumi" --profile lu

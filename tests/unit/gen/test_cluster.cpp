@@ -44,6 +44,17 @@ TEST(Cluster, ParsesPartitionsAndNodes) {
   EXPECT_EQ(facts->nodes_of("gputest").size(), 3u);
 }
 
+// A number no node has (scontrol garbled, or a hostile --live source) is unknown, never a crash.
+TEST(Cluster, OversizedCountsReadAsUnknown) {
+  auto facts = parse_cluster(
+      "PartitionName=p MaxNodes=99999999999999999999999 MaxTime=00:30:00 Nodes=n1\n",
+      "NodeName=n1 CPUTot=18446744073709551617 Gres=gpu:4 RealMemory=2K Partitions=p\n");
+  ASSERT_TRUE(facts) << facts.error().to_string();
+  EXPECT_EQ(facts->partitions[0].max_nodes, 0);
+  EXPECT_EQ(facts->nodes[0].cpus, 0);
+  EXPECT_EQ(facts->nodes[0].gpus(), 4);
+}
+
 TEST(Cluster, RefusesOutputThatIsNotScontrols) {
   auto facts = parse_cluster("hello world\n", "");
   ASSERT_FALSE(facts);

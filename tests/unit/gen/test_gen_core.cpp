@@ -6,6 +6,7 @@
 
 #include "core/duration.hpp"
 #include "core/job.hpp"
+#include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/shell.hpp"
 
@@ -83,6 +84,71 @@ TEST(GenProfile, PortRangeIsTheStrictOne) {
     EXPECT_EQ(r.error().where.line, 5) << bad;
     EXPECT_NE(r.error().message.find("\"port_range\" must be LOW-HIGH"), std::string::npos);
   }
+}
+
+// Site variable values: $NAME, ${NAME} and ${NAME:+TEXT} expand; inside TEXT only plain
+// characters and references, because a quote there ends bash's double-quoted word.
+TEST(GenShell, SiteValuesExpandOnlyWhatIsSafe) {
+  struct Case {
+    const char* value;
+    const char* quoted;  // nullptr: refused
+  };
+  const Case cases[] = {
+      {"/opt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
+       "\"/opt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\""},
+      {"/tmp/${USER}-$SLURM_JOB_ID", "\"/tmp/${USER}-$SLURM_JOB_ID\""},
+      {"a$1 `x` \"q\" \\ $", "\"a\\$1 \\`x\\` \\\"q\\\" \\\\ \\$\""},
+      {"it's", "\"it's\""},
+      {"${X:+'}", nullptr},
+      {"${X:+a$(id)}", nullptr},
+      {"${X:+${Y:+z}}", nullptr},
+      {"${X:-default}", nullptr},
+      {"${X:+unclosed", nullptr},
+      {"${X:+a b/c${Y}}", "\"${X:+a b/c${Y}}\""},
+  };
+  for (const auto& c : cases) {
+    const auto problem = shell::site_value_problem(c.value);
+    if (!c.quoted) {
+      EXPECT_TRUE(problem) << c.value;
+      continue;
+    }
+    EXPECT_FALSE(problem) << c.value << ": " << *problem;
+    EXPECT_EQ(shell::quote_allowing_vars(c.value), c.quoted) << c.value;
+  }
+}
+
+// What later stages need is a typed field: the launcher, --cpus-per-task, the requeue policy.
+TEST(GenPlan, CarriesTypedFields) {
+  auto profile = decode_profile(*read_profile_doc("node: {gpus: 4, cores: 32}\ncpus_per_gpu: 8\n"
+                                                  "partitions: [{name: gpu}]\n",
+                                                  "p.yaml"),
+                                Profile{});
+  ASSERT_TRUE(profile) << profile.error().to_string();
+  auto job = decode_job(
+      "time: \"02:00:00\"\nscript: t.py\nlauncher: srun\ncheckpoint: {dir: ck, requeue: true, "
+      "signal_time: 300, max_restarts: 3, requeue_on_failure: true}\n",
+      "job.yaml", {});
+  ASSERT_TRUE(job) << job.error().to_string();
+  auto p = plan(*job, *profile);
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_EQ(p->launcher, Launcher::srun);
+  EXPECT_EQ(p->cpus_per_task, 8);  // 8 x 4 GPUs over 4 tasks
+  ASSERT_TRUE(p->requeue);
+  EXPECT_EQ(p->requeue->signal, "USR1");
+  EXPECT_EQ(p->requeue->signal_time, 300);
+  EXPECT_EQ(p->requeue->grace, 290);
+  EXPECT_EQ(p->requeue->max_restarts, 3);
+  EXPECT_TRUE(p->requeue->on_failure);
+}
+
+TEST(GenProfile, GresTypeIsAPlainName) {
+  auto r = decode_profile(*read_profile_doc("node: {gpus: 1, gpu_type: \"v100\\n#SBATCH -p x\"}\n"
+                                            "partitions: [{name: gpu}]\n",
+                                            "p.yaml"),
+                          Profile{});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().where.line, 1);
+  EXPECT_NE(r.error().message.find("is not a GRES type name"), std::string::npos);
 }
 
 }  // namespace

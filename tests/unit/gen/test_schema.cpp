@@ -31,11 +31,13 @@ TEST(Schema, ProfileSchemaHasEveryReaderKey) {
 
 TEST(Schema, JobKeyPathsAreDottedForNestedKeys) {
   const auto paths = job_key_paths();
-  const std::vector<std::string> some = {"nodes",           "checkpoint", "checkpoint.requeue",
-                                         "container.image", "mail.type",  "preflight"};
+  const std::vector<std::string> some = {
+      "nodes",     "checkpoint", "checkpoint.requeue", "container.image",
+      "mail.type", "preflight",  "watchdog.on_stall"};
   for (const auto& p : some) EXPECT_NE(std::ranges::find(paths, p), paths.end()) << p;
   EXPECT_EQ(paths.size(), job_keys().size() + job_container_keys().size() +
-                              job_checkpoint_keys().size() + job_mail_keys().size());
+                              job_checkpoint_keys().size() + job_mail_keys().size() +
+                              job_watchdog_keys().size());
 }
 
 }  // namespace

@@ -15,6 +15,9 @@ TEST(Util, ErrorToStringWithAndWithoutLocation) {
   EXPECT_EQ((Error{"bad", {}}).to_string(), "bad");
   EXPECT_EQ((Error{"bad", {"--set nodes=x", 0, 0}}).to_string(), "--set nodes=x: bad");
   EXPECT_EQ((Error{"bad", {"job.yaml", 3, 7}}).to_string(), "job.yaml:3:7: bad");
+  // A hostile value or file name inside the message cannot reach the terminal raw.
+  EXPECT_EQ((Error{"got \"\x1b[2J\nx\x7f\"", {"a\tb.yaml", 1, 1}}).to_string(),
+            "a\\x09b.yaml:1:1: got \"\\x1b[2J\\x0ax\\x7f\"");
   Result<int> r = fail({"f.yaml", 1, 2}, "why");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message, "why");

@@ -1,0 +1,104 @@
+#include "dump_node.hpp"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string_view>
+#include <thread>
+
+#include "dump_plan.hpp"
+
+namespace ddp::watch {
+namespace {
+
+// The value of NAME in a NUL-separated environment block, or "".
+std::string env_value(const std::string& environ, std::string_view name) {
+  std::size_t at = 0;
+  while (at < environ.size()) {
+    std::size_t end = environ.find('\0', at);
+    if (end == std::string::npos) end = environ.size();
+    std::string_view entry(environ.data() + at, end - at);
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+      return std::string(entry.substr(name.size() + 1));
+    }
+    at = end + 1;
+  }
+  return "";
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// State letter and parent from /proc/PID/stat ("pid (comm) S ppid ..."; comm may hold spaces).
+std::optional<std::pair<char, pid_t>> stat_of(pid_t pid) {
+  std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  std::size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 4 > stat.size()) return std::nullopt;
+  return std::make_pair(stat[close + 2], static_cast<pid_t>(std::atoi(stat.c_str() + close + 4)));
+}
+
+// This node's processes of the step. SLURMD_NODENAME tells nodes apart where several share
+// one process table (nodes emulated in namespaces, as in the test cluster).
+std::vector<StepProcess> find_step(const std::string& job, const std::string& step) {
+  std::vector<StepProcess> out;
+  const char* node = std::getenv("SLURMD_NODENAME");
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    std::string env = slurp("/proc/" + std::to_string(pid) + "/environ");
+    if (env_value(env, "SLURM_JOB_ID") != job || env_value(env, "SLURM_STEP_ID") != step ||
+        (node != nullptr && env_value(env, "SLURMD_NODENAME") != node)) {
+      continue;
+    }
+    auto st = stat_of(pid);
+    if (!st || st->first == 'Z') continue;
+    std::string task = env_value(env, "SLURM_PROCID"), rank = env_value(env, "RANK");
+    out.push_back(StepProcess{pid, st->second, task.empty() ? -1 : std::atoi(task.c_str()),
+                              rank.empty() ? -1 : std::atoi(rank.c_str())});
+  }
+  closedir(dir);
+  return out;
+}
+
+// Waits until `pid` has ended (gone, or a zombie whose parent is stopped), at most 5 s.
+void wait_gone(pid_t pid) {
+  for (int i = 0; i < 250; ++i) {
+    auto st = stat_of(pid);
+    if (!st || st->first == 'Z') return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+int dump_step_here(const std::string& step) {
+  std::size_t dot = step.find('.');
+  if (dot == std::string::npos) {
+    std::fprintf(stderr, "ddp-watch: --dump-step=%s: expected JOB.STEP\n", step.c_str());
+    return 2;
+  }
+  DumpPlan plan = plan_dump(find_step(step.substr(0, dot), step.substr(dot + 1)));
+  for (const StepProcess& p : plan.stop) kill(p.pid, SIGSTOP);
+  int status = 1;  // until a process took the signal
+  for (const StepProcess& p : plan.dump) {
+    std::printf("%s\n", dump_notice(p).c_str());
+    std::fflush(stdout);
+    if (kill(p.pid, SIGABRT) == 0) status = 0;
+    kill(p.pid, SIGCONT);
+    wait_gone(p.pid);
+  }
+  return status;
+}
+
+}  // namespace ddp::watch

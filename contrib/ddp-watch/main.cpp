@@ -1,0 +1,27 @@
+// ddp-watch: runs a training step and watches it for stalls and crashes (see usage()).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "dump_node.hpp"
+#include "options.hpp"
+#include "supervise.hpp"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto options = ddp::watch::parse_options(args);
+  if (!options) {
+    std::fprintf(stderr, "%s\n", options.error().message.c_str());
+    return ddp::watch::k_exit_usage;
+  }
+  if (!options->dump_step.empty()) return ddp::watch::dump_step_here(options->dump_step);
+  if (options->help) {
+    std::fputs(ddp::watch::usage().c_str(), stdout);
+    return 0;
+  }
+  if (options->version) {
+    std::printf("ddp-watch %s\n", DDP_WATCH_VERSION);
+    return 0;
+  }
+  return ddp::watch::supervise(*options);
+}

@@ -1,0 +1,57 @@
+// ddp-watch's command line, parsed without touching the process.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "result.hpp"
+
+namespace ddp::watch {
+
+// Exit status when the watcher ended a stalled step (as timeout(1) does).
+inline constexpr int k_exit_stall = 124;
+// Exit status for a bad command line.
+inline constexpr int k_exit_usage = 2;
+
+struct Options {
+  long timeout_s = 0;        // no progress for this long is a stall (required)
+  long startup_s = 0;        // allowance before the first sign of progress; 0 = timeout_s
+  long grace_s = 20;         // time the tasks get to print their stacks before they are killed
+  std::string stacks;        // file for the full stacks; "" = ddp-watch-JOBID.stacks here
+  std::string heartbeat;     // optional file whose modification counts as progress
+  long requeue_max = -1;     // after a stall, requeue while SLURM_RESTART_COUNT is below; -1 never
+  bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
+  std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
+  bool help = false;
+  bool version = false;
+  std::vector<std::string> command;
+};
+
+// Parses ddp-watch's arguments (without argv[0]); the command follows "--" or the first
+// argument that is not an option.
+Result<Options> parse_options(const std::vector<std::string>& args);
+
+// Whether the command starts torchrun (its tasks are per-node launchers, not ranks).
+bool launches_torchrun(const std::vector<std::string>& command);
+
+// What to do after a stall with --requeue-stalled MAX: requeue, or why not (the message).
+struct RequeueDecision {
+  bool requeue = false;
+  std::string message;
+};
+RequeueDecision decide_requeue(const std::string& job_id, const std::string& restart_count,
+                               long max);
+
+// The job to requeue: in a job array, ARRAYID_TASKID, this task alone. A task's own
+// SLURM_JOB_ID can equal the array's id, and requeueing that requeues every task of the array.
+std::string requeue_target(const std::string& job_id, const std::string& array_job_id,
+                           const std::string& array_task_id);
+
+// Whether the command is srun itself (whose --label output ddp-watch reads and removes).
+bool is_srun(const std::vector<std::string>& command);
+
+// The usage text.
+std::string usage();
+
+}  // namespace ddp::watch

@@ -1,0 +1,66 @@
+#include "output.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace ddp::watch {
+namespace {
+
+std::optional<int> parse_int(std::string_view s) {
+  if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
+  int value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+Line split_label(std::string_view raw) {
+  std::size_t i = raw.find_first_not_of(' ');
+  std::size_t digits_end = raw.find_first_not_of("0123456789", i);
+  // Digits, then ": " (srun writes "3: " even before an empty line's end).
+  if (i == std::string_view::npos || digits_end == i || digits_end == std::string_view::npos ||
+      raw[digits_end] != ':' || digits_end - i > 7) {
+    return Line{-1, std::string(raw)};
+  }
+  auto task = parse_int(raw.substr(i, digits_end - i));
+  std::size_t text_at = digits_end + 1;
+  if (text_at < raw.size() && raw[text_at] == ' ') ++text_at;
+  return Line{task.value_or(-1), std::string(raw.substr(text_at))};
+}
+
+std::optional<std::vector<int>> parse_task_list(std::string_view text, int max_task) {
+  std::vector<int> out;
+  while (!text.empty()) {
+    std::size_t comma = text.find(',');
+    std::string_view term = text.substr(0, comma);
+    std::size_t dash = term.find('-');
+    auto first = parse_int(term.substr(0, dash));
+    auto last = dash == std::string_view::npos ? first : parse_int(term.substr(dash + 1));
+    if (!first || !last || *first > *last || *last > max_task) return std::nullopt;
+    for (int t = *first; t <= *last; ++t) out.push_back(t);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) return std::nullopt;  // a trailing comma
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+std::string format_ranges(std::vector<int> numbers) {
+  std::sort(numbers.begin(), numbers.end());
+  numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+  std::string out;
+  for (std::size_t i = 0; i < numbers.size();) {
+    std::size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(numbers[i]);
+    if (j > i) out += '-' + std::to_string(numbers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace ddp::watch

@@ -1,0 +1,29 @@
+// The step's output as the watcher sees it: srun --label lines, task lists, rank ranges.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddp::watch {
+
+// One line of the step's output. task is srun's task id from its --label prefix, or -1 for a
+// line srun wrote itself ("srun: error: ...") or one without a label.
+struct Line {
+  int task = -1;
+  std::string text;
+};
+
+// Splits "  3: text" (srun --label pads the id to the width of the largest) into {3, "text"}.
+// A line without that prefix is returned whole with task -1.
+Line split_label(std::string_view raw);
+
+// Parses a Slurm task list as srun prints it ("3", "0-1", "0-2,5"); nothing when malformed or
+// above max_task.
+std::optional<std::vector<int>> parse_task_list(std::string_view text, int max_task = 1 << 20);
+
+// Returns sorted, distinct numbers as ranges: {0,1,2,3,5} -> "0-3,5".
+std::string format_ranges(std::vector<int> numbers);
+
+}  // namespace ddp::watch

@@ -1,0 +1,296 @@
+#include "supervise.hpp"
+
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "crash.hpp"
+#include "dump_plan.hpp"
+#include "hostlist.hpp"
+#include "report.hpp"
+#include "slurm.hpp"
+
+namespace ddp::watch {
+namespace {
+
+using ddp::Hostlist;
+using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t g_forward = 0;  // a signal to pass on to the command
+void remember_signal(int sig) {
+  g_forward = sig;
+}
+
+void say(const std::string& text) {
+  std::string line = "ddp-watch: " + text + "\n";
+  (void)!write(STDERR_FILENO, line.data(), line.size());
+}
+
+void write_all(int fd, std::string_view s) {
+  while (!s.empty()) {
+    ssize_t n = write(fd, s.data(), s.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    s.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+class Watch {
+ public:
+  explicit Watch(const Options& o) : o_(o), job_(env_or("SLURM_JOB_ID", "")) {
+    // Only srun's output is labelled: another command's "12: loss" is its own text.
+    labels_ = is_srun(o.command);
+    keep_labels_ = std::getenv("SLURM_LABELIO") != nullptr || o.keep_labels;
+    torchrun_ = launches_torchrun(o.command);
+    reader_.set_task_is_rank(!torchrun_);
+  }
+  int run();
+
+ private:
+  template <class Sink>
+  void pump(int& fd, std::string& pending, Sink sink);
+  void poll_once();
+  void line(std::string_view raw, int out_fd);
+  void helper_line(std::string_view raw);
+  bool start_helper();
+  void check_heartbeat();
+  void stall();
+  void finish_stall();
+  int report(int status);
+  void requeue();
+
+  const Options& o_;
+  std::string job_;
+  bool labels_ = true, keep_labels_ = false;
+  Child child_;
+  std::string out_pending_, err_pending_;
+  Clock::time_point last_progress_ = Clock::now();
+  Clock::time_point kill_at_{};
+  bool stalled_ = false, killed_ = false, progressed_ = false;
+  timespec heartbeat_mtime_{};
+  std::vector<std::string> before_;  // steps that ran before the command: not ours
+  std::vector<Step> ours_;
+  bool torchrun_ = false;
+  Child helper_;  // the per-node stack helper (torchrun)
+  std::string helper_out_, helper_err_;
+  std::vector<StepProcess> notices_;
+  std::vector<Line> captured_;
+  std::set<int> tasks_;
+  CrashReader reader_;
+};
+
+void Watch::line(std::string_view raw, int out_fd) {
+  Line l = labels_ ? split_label(raw) : Line{-1, std::string(raw)};
+  if (l.task >= 0) tasks_.insert(l.task);
+  // After the stack request the tasks print their dumps; those go to the stacks file, not
+  // interleaved into the job's output.
+  if (!stalled_ || l.task < 0) {
+    std::string_view shown = keep_labels_ || l.task < 0 ? raw : std::string_view(l.text);
+    write_all(out_fd, shown);
+    write_all(out_fd, "\n");
+  }
+  reader_.add(l);
+  if (stalled_ && captured_.size() < 1'000'000) captured_.push_back(std::move(l));
+  last_progress_ = Clock::now();
+  progressed_ = true;
+}
+
+// Reads what is there and hands whole lines to `sink`; a line longer than 64 KiB goes in
+// pieces. Closes `fd` and sets it to -1 at the end of the stream.
+template <class Sink>
+void Watch::pump(int& fd, std::string& pending, Sink sink) {
+  char buf[65536];
+  ssize_t n = read(fd, buf, sizeof buf);
+  if (n < 0 && errno == EINTR) return;
+  if (n <= 0) {
+    if (!pending.empty()) sink(pending);
+    pending.clear();
+    close(fd);
+    fd = -1;
+    return;
+  }
+  pending.append(buf, static_cast<std::size_t>(n));
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+    sink(std::string_view(pending).substr(start, nl - start));
+  }
+  pending.erase(0, start);
+  if (pending.size() > 65536) {
+    sink(pending);
+    pending.clear();
+  }
+}
+
+// Waits up to a second for output of the command or the helper and handles it.
+void Watch::poll_once() {
+  pollfd fds[4] = {{child_.out, POLLIN, 0},
+                   {child_.err, POLLIN, 0},
+                   {helper_.out, POLLIN, 0},
+                   {helper_.err, POLLIN, 0}};
+  if (poll(fds, 4, 1000) <= 0) return;
+  auto to_out = [this](std::string_view l) { line(l, STDOUT_FILENO); };
+  auto to_err = [this](std::string_view l) { line(l, STDERR_FILENO); };
+  auto to_helper = [this](std::string_view l) { helper_line(l); };
+  if (fds[0].revents != 0) pump(child_.out, out_pending_, to_out);
+  if (fds[1].revents != 0) pump(child_.err, err_pending_, to_err);
+  if (fds[2].revents != 0) pump(helper_.out, helper_out_, to_helper);
+  if (fds[3].revents != 0) pump(helper_.err, helper_err_, to_helper);
+}
+
+void Watch::check_heartbeat() {
+  struct stat st {};
+  if (o_.heartbeat.empty() || stat(o_.heartbeat.c_str(), &st) != 0) return;
+  if (st.st_mtim.tv_sec != heartbeat_mtime_.tv_sec ||
+      st.st_mtim.tv_nsec != heartbeat_mtime_.tv_nsec) {
+    progressed_ = true;
+    heartbeat_mtime_ = st.st_mtim;
+    last_progress_ = Clock::now();
+  }
+}
+
+// Asks every task for its Python stack: scancel --signal=ABRT on the job's new steps (srun
+// does not forward SIGABRT), or the command's process group outside Slurm. torchrun's workers
+// share their launcher's output, so there a helper on each node signals them one at a time.
+void Watch::stall() {
+  stalled_ = true;
+  say("no progress for " + std::to_string(progressed_ ? o_.timeout_s : o_.startup_s) +
+      " s (no output" + (o_.heartbeat.empty() ? "" : ", heartbeat unchanged") +
+      "): asking every task for its stack");
+  for (const Step& s : running_steps(job_)) {
+    if (std::find(before_.begin(), before_.end(), s.id) == before_.end()) ours_.push_back(s);
+  }
+  bool signalled = torchrun_ && start_helper();
+  if (!signalled) {
+    for (const Step& s : ours_) signalled = signal_step(s.id, "ABRT") || signalled;
+  }
+  if (!signalled) kill(-child_.pid, SIGABRT);
+  kill_at_ = Clock::now() + std::chrono::seconds(o_.grace_s);
+}
+
+bool Watch::start_helper() {
+  if (ours_.size() != 1) return false;
+  auto nodes = Hostlist::count(ours_[0].nodes);
+  if (!nodes) return false;
+  // One task per node of the step; --ntasks overrides the batch shell's SLURM_NTASKS.
+  helper_ = spawn({"srun", "--overlap", "--jobid=" + job_, "--nodelist=" + ours_[0].nodes,
+                   "--ntasks=" + std::to_string(*nodes), "--ntasks-per-node=1",
+                   "--kill-on-bad-exit=0", self_path(), "--dump-step", ours_[0].id},
+                  {});
+  return helper_.pid > 0;
+}
+
+void Watch::helper_line(std::string_view raw) {
+  StepProcess p;
+  if (parse_dump_notice(std::string(raw), p)) {
+    notices_.push_back(p);
+    return;
+  }
+  write_all(STDERR_FILENO, std::string(raw) + "\n");
+}
+
+// The grace is over and the step still runs: end it.
+void Watch::finish_stall() {
+  killed_ = true;
+  say("the step still runs " + std::to_string(o_.grace_s) +
+      " s after the stack request: ending it");
+  for (const Step& s : ours_) signal_step(s.id, "KILL");
+  kill(-child_.pid, SIGKILL);
+}
+
+int Watch::run() {
+  std::vector<std::string> env = {"PYTHONFAULTHANDLER=1"};
+  if (labels_) env.push_back("SLURM_LABELIO=1");
+  if (!o_.heartbeat.empty()) env.push_back("DDP_HEARTBEAT_FILE=" + o_.heartbeat);
+  for (const Step& s : running_steps(job_)) before_.push_back(s.id);
+  check_heartbeat();  // a heartbeat left by an earlier run is not progress of this one
+  progressed_ = false;
+  child_ = spawn(o_.command, env);
+  if (child_.pid < 0) {
+    say("cannot start " + o_.command[0]);
+    return 127;
+  }
+  last_progress_ = Clock::now();
+  while (child_.out >= 0 || child_.err >= 0) {
+    poll_once();
+    if (g_forward != 0) {
+      kill(child_.pid, static_cast<int>(g_forward));
+      g_forward = 0;
+    }
+    check_heartbeat();
+    auto now = Clock::now();
+    long limit = progressed_ ? o_.timeout_s : o_.startup_s;
+    if (!stalled_ && now - last_progress_ >= std::chrono::seconds(limit)) stall();
+    if (stalled_ && !killed_ && now >= kill_at_) finish_stall();
+  }
+  // The helper's last notices may still be on their way.
+  auto helper_deadline = Clock::now() + std::chrono::seconds(10);
+  while ((helper_.out >= 0 || helper_.err >= 0) && Clock::now() < helper_deadline) poll_once();
+  if (helper_.pid > 0) {
+    kill(-helper_.pid, SIGKILL);
+    waitpid(helper_.pid, nullptr, 0);
+  }
+  int status = 0;
+  while (waitpid(child_.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return report(status);
+}
+
+// Puts the job back in the queue within the restart cap; Slurm then ends this run.
+void Watch::requeue() {
+  const std::string target =
+      requeue_target(job_, env_or("SLURM_ARRAY_JOB_ID", ""), env_or("SLURM_ARRAY_TASK_ID", ""));
+  RequeueDecision d = decide_requeue(target, env_or("SLURM_RESTART_COUNT", ""), o_.requeue_max);
+  say(d.message);
+  if (d.requeue && !run_command({"scontrol", "requeue", target})) {
+    say("scontrol requeue " + target + " failed: the job ends here (is it requeueable?)");
+  }
+}
+
+int Watch::report(int status) {
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (stalled_) {
+    StallReport r =
+        stall_report(captured_, reader_.facts(), {tasks_.begin(), tasks_.end()}, notices_);
+    std::string path =
+        o_.stacks.empty() ? "ddp-watch-" + env_or("SLURM_JOB_ID", "local") + ".stacks" : o_.stacks;
+    std::ofstream file(path);
+    file << r.stacks;
+    file.close();
+    say("verdict: " + r.verdict);
+    say("stacks of " + std::to_string(r.dumps) + " process(es): " + path +
+        (file ? "" : " (could not be written: check --stacks and the directory's permissions)"));
+    if (o_.requeue_max >= 0) requeue();
+    return k_exit_stall;
+  }
+  if (code != 0) {
+    std::string summary = crash_summary(reader_.facts());
+    if (!summary.empty()) say(summary);
+  }
+  return code;
+}
+
+}  // namespace
+
+int supervise(const Options& options) {
+  struct sigaction sa {};
+  sa.sa_handler = remember_signal;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT}) sigaction(sig, &sa, nullptr);
+  return Watch(options).run();
+}
+
+}  // namespace ddp::watch

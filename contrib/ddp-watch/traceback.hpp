@@ -1,0 +1,40 @@
+// Python's faulthandler dumps (PYTHONFAULTHANDLER=1, then SIGABRT), read back from the step's
+// output: which function every thread of every task was in.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "output.hpp"
+
+namespace ddp::watch {
+
+// One line of a traceback: `File "train.py", line 57 in load_batch`.
+struct Frame {
+  std::string file;
+  int line = 0;
+  std::string function;
+};
+
+struct Thread {
+  bool current = false;       // "Current thread": the one that took the signal
+  std::vector<Frame> frames;  // innermost first, as faulthandler prints them
+};
+
+// One process's dump. A task may print several (torchrun: one per worker, then the agent's).
+struct Dump {
+  int task = -1;
+  std::string reason;  // "Aborted", "Segmentation fault", ...
+  std::vector<Thread> threads;
+  std::vector<std::string> text;  // the dump as printed, for the stacks file
+};
+
+// Returns every dump found in `lines`, in the order they started. Lines of several tasks may
+// interleave (srun --label keeps each line whole); lines that belong to no dump are skipped.
+std::vector<Dump> parse_dumps(const std::vector<Line>& lines);
+
+// Returns the thread that runs the program: the one whose outermost frame is a module's body;
+// else the last listed (faulthandler lists the newest thread first); null when there is none.
+const Thread* main_thread(const Dump& dump);
+
+}  // namespace ddp::watch

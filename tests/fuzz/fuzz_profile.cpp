@@ -1,0 +1,49 @@
+// libFuzzer target: site profiles. Every input is either refused with a one-line message or
+// decoded, then a fixed job is planned against it and rendered.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/job.hpp"
+#include "core/profile.hpp"
+#include "fuzz_common.hpp"
+
+namespace {
+
+using namespace ddpgen;
+
+// A job that most profiles accept: no partition, GPU type or account named.
+const Job& fixed_job() {
+  static const Job job = [] {
+    auto decoded = decode_job(
+        "nodes: 1\ntime: \"10\"\nscript: train.py\nargs: [--x]\ncheckpoint: {dir: ck, requeue: "
+        "true}\nenv: {A: b}\nmodules: [m]\n",
+        "job.yaml", {});
+    if (!decoded) fuzz::broken("job", decoded.error().to_string());
+    return *decoded;
+  }();
+  return job;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto doc = read_profile_doc(text, "fuzz.yaml");
+  if (!doc) {
+    fuzz::check_message(doc.error());
+    return 0;
+  }
+  auto profile = decode_profile(*doc, Profile{});
+  if (!profile) {
+    fuzz::check_message(profile.error());
+    return 0;
+  }
+  profile->name = "fuzz";
+  auto planned = plan(fixed_job(), *profile);
+  if (!planned) {
+    fuzz::check_message(planned.error());
+    return 0;
+  }
+  fuzz::check_render(*planned);
+  return 0;
+}

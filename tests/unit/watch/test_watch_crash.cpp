@@ -1,0 +1,123 @@
+#include <gtest/gtest.h>
+
+#include "crash.hpp"
+#include "fixtures.hpp"
+
+using namespace ddp::watch;
+
+namespace {
+
+std::string summary_of(const std::string& text, bool task_is_rank = true) {
+  CrashReader reader;
+  reader.set_task_is_rank(task_is_rank);
+  for (const Line& l : fixtures::lines(text)) reader.add(l);
+  return crash_summary(reader.facts());
+}
+
+}  // namespace
+
+TEST(WatchCrash, ParsesSrunTaskEnds) {
+  struct Case {
+    const char* line;
+    const char* node;
+    std::vector<int> tasks;
+    int exit_code;
+    int signal;
+    bool oom;
+  };
+  const Case cases[] = {
+      {"srun: error: node02: task 3: Killed", "node02", {3}, -1, 9, false},
+      {"srun: error: node01: tasks 0-1: Exited with exit code 1", "node01", {0, 1}, 1, 0, false},
+      {"srun: error: n-1: tasks 0,4-5: Aborted (core dumped)", "n-1", {0, 4, 5}, -1, 6, false},
+      {"srun: error: node02: task 3: Out Of Memory", "node02", {3}, -1, 9, true},
+      {"srun: error: node02: task 3: Segmentation fault", "node02", {3}, -1, 11, false},
+  };
+  for (const Case& c : cases) {
+    auto end = parse_task_end(c.line);
+    ASSERT_TRUE(end) << c.line;
+    EXPECT_EQ(end->node, c.node);
+    EXPECT_EQ(end->tasks, c.tasks);
+    EXPECT_EQ(end->exit_code, c.exit_code);
+    EXPECT_EQ(end->signal, c.signal);
+    EXPECT_EQ(end->oom, c.oom);
+  }
+  for (const char* other :
+       {"srun: error: Unable to create step", "srun: error: node02: task 3: Weird",
+        "3: srun: error: node02: task x: Killed", "srun: error: : task 1: Killed"}) {
+    EXPECT_FALSE(parse_task_end(other)) << other;
+  }
+  EXPECT_EQ(signal_name(9), "SIGKILL");
+  EXPECT_EQ(signal_name(64), "signal 64");
+}
+
+// srun --kill-on-bad-exit: the killed task first, then srun ends the others.
+TEST(WatchCrash, KillOnBadExit) {
+  EXPECT_EQ(
+      summary_of("4: RuntimeError: [pair.cc:598] Connection closed by peer [10.77.8.12]:14730\n"
+                 "srun: error: node02: task 3: Killed\n"
+                 "srun: launch/slurm: _step_signal: Terminating StepId=3.0\n"
+                 "0: slurmstepd-node01: error: *** STEP 3.0 ON node01 CANCELLED AT 2026 ***\n"
+                 "srun: error: node01: task 1: Terminated\n"
+                 "srun: error: node02: task 2: Terminated\n"
+                 "srun: error: node03: tasks 4-5: Terminated\n"
+                 "srun: error: node01: task 0: Terminated\n"),
+      "first failure: rank 3 on node02, killed by SIGKILL (signal 9); collateral: ranks "
+      "0-2,4-5 (ended after it: lost a peer, or stopped by srun)");
+}
+
+// Without it the others fail on their own, losing their peer; their lines may come first.
+TEST(WatchCrash, PeersFailAfterTheCulprit) {
+  EXPECT_EQ(summary_of("4: RuntimeError: [pair.cc:598] Connection closed by peer [10.77.8.12]:6\n"
+                       "2: RuntimeError: [pair.cc:598] Connection closed by peer [10.77.8.12]:1\n"
+                       "srun: error: node02: task 2: Exited with exit code 1\n"
+                       "srun: error: node03: task 4: Exited with exit code 1\n"
+                       "srun: error: node02: task 3: Killed\n"),
+            "first failure: rank 3 on node02, killed by SIGKILL (signal 9); collateral: ranks "
+            "2,4 (ended after it: lost a peer, or stopped by srun)");
+}
+
+TEST(WatchCrash, AnExceptionIsNamed) {
+  EXPECT_EQ(summary_of("1: ValueError: batch 7 is empty\n"
+                       "srun: error: node01: task 1: Exited with exit code 1\n"
+                       "0: RuntimeError: Connection reset by peer\n"
+                       "srun: error: node01: task 0: Exited with exit code 1\n"),
+            "first failure: rank 1 on node01, exited with code 1: ValueError: batch 7 is empty; "
+            "collateral: rank 0 (ended after it: lost a peer, or stopped by srun)");
+}
+
+TEST(WatchCrash, OutOfMemory) {
+  EXPECT_EQ(
+      summary_of("slurmstepd: error: Detected 1 oom_kill event in StepId=7.0.\n"
+                 "srun: error: node03: task 5: Killed\n"),
+      "first failure: rank 5 on node03, killed by the kernel's out-of-memory killer (SIGKILL)");
+}
+
+// torchrun's agents exit 1; their failure tables name the worker killed by a signal.
+TEST(WatchCrash, TorchrunTables) {
+  std::string table2 =
+      "2: Failures:\n2: [1]:\n2:   time      : 2026-11-23_14:19:21\n2:   host      : node03\n"
+      "2:   rank      : 5 (local_rank: 1)\n2:   exitcode  : 1 (pid: 31956)\n"
+      "2: ------------------------------------------------------------\n"
+      "2: Root Cause (first observed failure):\n2: [0]:\n2:   time      : 2026-11-23_14:19:21\n"
+      "2:   host      : node03\n2:   rank      : 4 (local_rank: 0)\n2:   exitcode  : 1 (pid: 1)\n"
+      "2: ============================================================\n";
+  std::string table1 =
+      "1: Root Cause (first observed failure):\n1: [0]:\n1:   time      : 2026-11-23_14:19:16\n"
+      "1:   host      : node02\n1:   rank      : 3 (local_rank: 1)\n"
+      "1:   exitcode  : -9 (pid: 31963)\n1:   traceback : Signal 9 (SIGKILL) received by PID 3\n"
+      "1: ======================================================\n";
+  std::string ends =
+      "srun: error: node02: task 1: Exited with exit code 1\n"
+      "srun: error: node03: task 2: Exited with exit code 1\n";
+  EXPECT_EQ(summary_of(table2 + table1 + ends, false),
+            "first failure: rank 3 on node02, killed by SIGKILL (signal 9); collateral: ranks "
+            "4-5 (ended after it: lost a peer, or stopped by srun)");
+  // Without the tables, the agents' tasks are all there is.
+  EXPECT_EQ(summary_of(ends, false),
+            "first failure: task 1 on node02, exited with code 1; collateral: task 2 (ended after "
+            "it: lost a peer, or stopped by srun)");
+}
+
+TEST(WatchCrash, NothingFailed) {
+  EXPECT_EQ(summary_of("0: step 1\n"), "");
+}

@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include "options.hpp"
+
+using namespace ddp::watch;
+
+TEST(WatchOptions, ParsesACommandLine) {
+  auto o = parse_options({"--timeout", "5m", "--grace=10s", "--stacks", "s.txt", "--heartbeat=hb",
+                          "--", "srun", "-l", "python3", "train.py"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->timeout_s, 300);
+  EXPECT_EQ(o->grace_s, 10);
+  EXPECT_EQ(o->stacks, "s.txt");
+  EXPECT_EQ(o->heartbeat, "hb");
+  EXPECT_EQ(o->command, (std::vector<std::string>{"srun", "-l", "python3", "train.py"}));
+  // Without "--" the command starts at the first word that is not an option.
+  auto bare = parse_options({"--timeout=1m", "srun", "--ddp", "python3"});
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->command.front(), "srun");
+  EXPECT_EQ(bare->grace_s, 20);
+}
+
+TEST(WatchOptions, RejectsWithTheCulprit) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"srun", "x"}, "--timeout is required"},
+      {{"--timeout", "5m"}, "no command to watch"},
+      {{"--timeout"}, "--timeout needs a value"},
+      {{"--timeout", "5q", "srun"}, "ddp-watch: --timeout \"5q\": expected a duration such as 90"},
+      {{"--timeot", "5m", "srun"}, "unknown option \"--timeot\" (did you mean --timeout?)"},
+      {{"--zzz", "srun"}, "unknown option \"--zzz\"; see ddp-watch --help"},
+      {{"--stacks=", "--timeout=1m", "srun"}, "--stacks needs a file name"},
+  };
+  for (const Case& c : cases) {
+    auto r = parse_options(c.args);
+    ASSERT_FALSE(r) << c.message;
+    EXPECT_NE(r.error().message.find(c.message), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(WatchOptions, RecognisesTorchrun) {
+  EXPECT_TRUE(launches_torchrun({"srun", "--ddp=torchrun", "torchrun", "train.py"}));
+  EXPECT_TRUE(launches_torchrun({"srun", "/usr/bin/torchrun", "train.py"}));
+  EXPECT_TRUE(launches_torchrun({"srun", "python3", "-m", "torch.distributed.run", "t.py"}));
+  EXPECT_FALSE(launches_torchrun({"srun", "--ddp", "python3", "train.py"}));
+  EXPECT_FALSE(launches_torchrun({"srun", "--ddp=torchrun", "python3", "t.py"}));
+}
+
+TEST(WatchOptions, RecognisesSrun) {
+  EXPECT_TRUE(is_srun({"srun", "python3"}));
+  EXPECT_TRUE(is_srun({"/usr/bin/srun"}));
+  EXPECT_FALSE(is_srun({"torchrun", "t.py"}));
+  EXPECT_FALSE(is_srun({"mysrun"}));
+  EXPECT_FALSE(is_srun({}));
+}
+
+TEST(WatchOptions, RequeuesWithinTheCap) {
+  auto o = parse_options({"--timeout=1m", "--requeue-stalled", "2", "srun"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->requeue_max, 2);
+  EXPECT_EQ(parse_options({"--timeout=1m", "srun"})->requeue_max, -1);
+  auto bad = parse_options({"--timeout=1m", "--requeue-stalled=x", "srun"});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("ddp-watch: --requeue-stalled \"x\"", 0), 0u)
+      << bad.error().message;
+
+  struct Case {
+    const char* job;
+    const char* restarts;
+    long max;
+    bool requeue;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"12", "", 2, true, "requeueing job 12: restart 1 of at most 2"},
+      {"12", "1", 2, true, "requeueing job 12: restart 2 of at most 2"},
+      {"12", "2", 2, false,
+       "not requeued: job 12 has been restarted 2 time(s), the cap (--requeue-stalled 2)"},
+      {"12", "0", 0, false,
+       "not requeued: job 12 has been restarted 0 time(s), the cap (--requeue-stalled 0)"},
+      {"", "0", 2, false, "not requeued: not inside a Slurm job"},
+      {"12", "x", 2, false, "not requeued: SLURM_RESTART_COUNT=\"x\" is not a number"},
+  };
+  for (const Case& c : cases) {
+    RequeueDecision d = decide_requeue(c.job, c.restarts, c.max);
+    EXPECT_EQ(d.requeue, c.requeue) << c.message;
+    EXPECT_EQ(d.message, c.message);
+  }
+}
+
+TEST(WatchOptions, RequeueTargetIsTheArrayTaskAlone) {
+  EXPECT_EQ(requeue_target("41", "", ""), "41");
+  EXPECT_EQ(requeue_target("41", "40", "3"), "40_3");
+  // The task whose own id is the array's: still this task only.
+  EXPECT_EQ(requeue_target("40", "40", "0"), "40_0");
+  EXPECT_EQ(requeue_target("41", "40", ""), "41");
+}
