@@ -6,10 +6,12 @@
 # Root on Debian 12. DDP_SKIP_DEPS=1 skips the package step; DDP_SKIP_ASAN=1 the sanitizer build;
 # DDP_SKIP_FUZZ=1 the libFuzzer run.
 #
-# Slurm releases: DDP_SLURM_RELEASES (default "22.05": this machine's own Slurm; the whole
-# matrix is DDP_SLURM_RELEASES="22.05 24.11 26.05", which makes each other release's userland on
-# first use, several minutes and about 2 GB each). This machine's own Slurm (Debian 12's 22.05)
-# is tested from build/.
+# Slurm releases: DDP_SLURM_RELEASES (default "22.05 24.11": this machine's own Slurm and
+# Debian 13's; the whole matrix is "22.05 24.11 26.05"; "22.05" alone for a quick local run).
+# All three do not fit CI's 45 minutes on 2 cores (doc/slurm-releases.md has the stage times),
+# and unstable's 26.05 is a moving target. Each other release's userland is made on first use
+# (about 20 minutes, mostly downloads, beside the host's build; about 2 GB) and reused after.
+# This machine's own Slurm (Debian 12's 22.05) is tested from build/.
 # Every other release is tested in its Debian userland (tests/cluster/userland.sh: a chroot under
 # /tmp/ddp-userland, made on first use, reused after): the whole project is configured and built
 # there with its compiler and libraries into build-slurm-RELEASE/, the unit and golden tests run
@@ -20,7 +22,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=$(nproc)
 userland=$root/tests/cluster/userland.sh
-read -r -a releases <<<"${DDP_SLURM_RELEASES:-22.05}"
+read -r -a releases <<<"${DDP_SLURM_RELEASES:-22.05 24.11}"
 
 timings=()
 stage_start=0
@@ -44,6 +46,21 @@ trap report EXIT
 if [[ "${DDP_SKIP_DEPS:-0}" != 1 ]]; then
   stage "install dependencies"
   bash "$root/contrib/install-deps.sh"
+fi
+
+# What runs on a release other than this machine's, after its whole-project -Werror build:
+# DDP_RELEASE_SUITES="all" runs every unit, golden and cluster test of that build; the default
+# runs the cluster suites whose outcome depends on the Slurm release (the plugin's environment
+# and refusals, ddp-check, the end-to-end training with both launchers and requeue), and every
+# unit and golden test but the 10,000-node simulation, which is arithmetic of the core alone and
+# runs on this machine's build and under the sanitizers (about two minutes a release on 2 cores).
+release_suites=${DDP_RELEASE_SUITES:-plugin check e2e}
+if [[ $release_suites == all ]]; then
+  release_unit_filter=() release_cluster_filter=(-L cluster)
+else
+  release_unit_filter=(-E '^Scale[.]')
+  # The cluster_up/cluster_down fixture comes with any of them.
+  release_cluster_filter=(-L cluster -R "^cluster_(${release_suites// /|})\$")
 fi
 
 host=$("$userland" host)
@@ -91,11 +108,12 @@ for release in "${others[@]}"; do
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDP_CLUSTER_SLURM="$release"
   "$userland" exec "$release" cmake --build "$dir" -j"$jobs"
   stage "Slurm $release: unit and golden tests in its userland"
-  "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -LE cluster
+  "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -LE cluster \
+    "${release_unit_filter[@]}"
   # ctest runs here, not in the userland: the cluster needs this machine's namespaces, and
   # cluster.sh enters the userland for every daemon and command itself.
-  stage "Slurm $release: real-cluster tests"
-  ctest --test-dir "$dir" --output-on-failure --timeout 900 -L cluster
+  stage "Slurm $release: real-cluster tests ($release_suites)"
+  ctest --test-dir "$dir" --output-on-failure --timeout 900 --no-tests=error "${release_cluster_filter[@]}"
 done
 
 if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then

@@ -7,7 +7,9 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <initializer_list>
 #include <iostream>
+#include <string_view>
 
 #include "commands.hpp"
 
@@ -18,7 +20,10 @@ namespace {
 
 // Runs argv, returns its standard output; fails naming the command when it cannot start or
 // exits non-zero (its stderr passes through to ours).
-Result<std::string> capture(std::vector<std::string> argv) {
+// argv arrives as views and is copied here, not as a braced list of std::string temporaries:
+// with those, GCC 16 at -O2 reports -Wfree-nonheap-object on the list's destruction.
+Result<std::string> capture(std::initializer_list<std::string_view> args_in) {
+  std::vector<std::string> argv(args_in.begin(), args_in.end());
   const std::string label = argv[0] + (argv.size() > 1 ? " " + argv[1] : "");
   int fds[2];
   if (pipe(fds) != 0) return ddp::fail({label, 0, 0}, std::strerror(errno));

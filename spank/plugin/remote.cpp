@@ -325,13 +325,21 @@ bool export_task(spank_t sp, const PluginState& state, const TaskInputs& task) {
 }
 
 // Calls slurm_kill_job_step with the arguments of the release the plugin is built against:
-// (job, step, signal) up to Slurm 23.02, (job, step, signal, flags) from 23.11.
+// (job, step, signal) up to Slurm 23.02, (job, step, signal, flags) from 23.11, and
+// (slurm_step_id_t *, signal, flags) in 26.05, whose step id also carries a sluid (0: none).
 template <class Fn>
 int kill_step(Fn fn, std::uint32_t job_id, std::uint32_t step_id) {
-  if constexpr (std::is_invocable_v<Fn, std::uint32_t, std::uint32_t, std::uint16_t>)
+  if constexpr (std::is_invocable_v<Fn, std::uint32_t, std::uint32_t, std::uint16_t>) {
     return fn(job_id, step_id, SIGKILL);
-  else
+  } else if constexpr (std::is_invocable_v<Fn, slurm_step_id_t*, std::uint16_t, std::uint16_t>) {
+    slurm_step_id_t id{};
+    id.job_id = job_id;
+    id.step_id = step_id;
+    id.step_het_comp = NO_VAL;  // not a heterogeneous step's component
+    return fn(&id, SIGKILL, 0);
+  } else {
     return fn(job_id, step_id, SIGKILL, 0);
+  }
 }
 
 // Asks slurmctld to end the step on every node, as `scancel JOB.STEP` does: the one request
