@@ -94,21 +94,6 @@ bool values_differ(const std::vector<const Hello*>& members, Get get) {
 
 }  // namespace
 
-std::string format_ranges(std::vector<std::uint32_t> numbers) {
-  std::sort(numbers.begin(), numbers.end());
-  numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
-  std::string out;
-  for (std::size_t i = 0; i < numbers.size();) {
-    std::size_t j = i;
-    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(numbers[i]);
-    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(numbers[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 namespace {
 
 // What every check of verify_world() reads: the hellos, rank 0's own view, and indexes.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hello.hpp"
+#include "text.hpp"
 
 namespace ddp::check {
 
@@ -27,8 +28,11 @@ WorldReport verify_world(std::span<const Hello> hellos, const Hello& expected, S
 // In nodes scope the rank columns show the ranks each launcher will start (NPROC_PER_NODE).
 std::string render_table(std::span<const Hello> hellos, Scope scope);
 
-// "0-3,5,7-8" for a set of numbers in any order (duplicates shown once).
-std::string format_ranges(std::vector<std::uint32_t> numbers);
+// "0-3,5,7,8" for a set of numbers in any order (duplicates shown once):
+// ddp::text::format_ranges.
+inline std::string format_ranges(const std::vector<std::uint32_t>& numbers) {
+  return ddp::text::format_ranges(std::vector<std::int64_t>(numbers.begin(), numbers.end()));
+}
 
 // The diagnosis sent to every rank: the faults joined on one line.
 std::string summarize(const WorldReport& report);

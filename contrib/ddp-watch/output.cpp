@@ -48,19 +48,4 @@ std::optional<std::vector<int>> parse_task_list(std::string_view text, int max_t
   return out;
 }
 
-std::string format_ranges(std::vector<int> numbers) {
-  std::sort(numbers.begin(), numbers.end());
-  numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
-  std::string out;
-  for (std::size_t i = 0; i < numbers.size();) {
-    std::size_t j = i;
-    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(numbers[i]);
-    if (j > i) out += '-' + std::to_string(numbers[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 }  // namespace ddp::watch

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "text.hpp"
+
 namespace ddp::watch {
 
 // One line of the step's output. task is srun's task id from its --label prefix, or -1 for a
@@ -23,7 +25,9 @@ Line split_label(std::string_view raw);
 // above max_task.
 std::optional<std::vector<int>> parse_task_list(std::string_view text, int max_task = 1 << 20);
 
-// Returns sorted, distinct numbers as ranges: {0,1,2,3,5} -> "0-3,5".
-std::string format_ranges(std::vector<int> numbers);
+// Ranks as ranges, as ddp-check writes them: {0,1,2,3,5} -> "0-3,5" (ddp::text::format_ranges).
+inline std::string format_ranges(const std::vector<int>& numbers) {
+  return ddp::text::format_ranges(std::vector<std::int64_t>(numbers.begin(), numbers.end()));
+}
 
 }  // namespace ddp::watch

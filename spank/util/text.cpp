@@ -17,6 +17,21 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+std::string format_ranges(std::vector<std::int64_t> numbers) {
+  std::sort(numbers.begin(), numbers.end());
+  numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+  std::string out;
+  for (std::size_t i = 0; i < numbers.size();) {
+    std::size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(numbers[i]);
+    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(numbers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 std::vector<std::string_view> split(std::string_view s, char separator) {
   std::vector<std::string_view> out;
   for (std::size_t start = 0;;) {

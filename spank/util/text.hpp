@@ -75,6 +75,11 @@ std::string_view trim(std::string_view s);
 // `s` gives one empty field.
 std::vector<std::string_view> split(std::string_view s, char separator);
 
+// Numbers in any order, duplicates once, as ranges for a message: {5,0,1,2,3,7,8} ->
+// "0-3,5,7,8" (a run of three or more is a range; two are listed). Ranks and nodes in
+// ddp-check's and ddp-watch's reports read the same.
+std::string format_ranges(std::vector<std::int64_t> numbers);
+
 // `parts` with `separator` between them.
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 

@@ -93,14 +93,14 @@ check_stall_verdict() {
   id=$(submit srun --ddp=torchrun --ntasks=3 --ntasks-per-node=1 \
     torchrun --nproc_per_node=2 "$k_stall_py" --steps 100000 --hang-rank 3 --at-step 20)
   finished "$id" FAILED
-  check_stall_verdict 3 node02 0-2,4-5
+  check_stall_verdict 3 node02 0-2,4,5
   [ "$(grep -c ', launcher ===$' "$work/stacks.txt")" -eq 3 ]
 }
 
 @test "srun tasks: a rank killed with SIGKILL is the first failure, the others collateral" {
   id=$(submit srun --ddp /usr/bin/python3 "$k_stall_py" --steps 100000 --die-rank 3 --at-step 20)
   finished "$id" FAILED
-  grep -q '^ddp-watch: first failure: rank 3 on node02, killed by SIGKILL (signal 9); collateral: ranks 0-2,4-5 ' <<<"$log"
+  grep -q '^ddp-watch: first failure: rank 3 on node02, killed by SIGKILL (signal 9); collateral: ranks 0-2,4,5 ' <<<"$log"
   [ "$(grep -c '^ddp-watch: verdict' <<<"$log")" -eq 0 ]
 }
 

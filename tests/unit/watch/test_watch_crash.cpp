@@ -62,7 +62,7 @@ TEST(WatchCrash, KillOnBadExit) {
                  "srun: error: node03: tasks 4-5: Terminated\n"
                  "srun: error: node01: task 0: Terminated\n"),
       "first failure: rank 3 on node02, killed by SIGKILL (signal 9); collateral: ranks "
-      "0-2,4-5 (ended after it: lost a peer, or stopped by srun)");
+      "0-2,4,5 (ended after it: lost a peer, or stopped by srun)");
 }
 
 // Without it the others fail on their own, losing their peer; their lines may come first.
@@ -111,7 +111,7 @@ TEST(WatchCrash, TorchrunTables) {
       "srun: error: node03: task 2: Exited with exit code 1\n";
   EXPECT_EQ(summary_of(table2 + table1 + ends, false),
             "first failure: rank 3 on node02, killed by SIGKILL (signal 9); collateral: ranks "
-            "4-5 (ended after it: lost a peer, or stopped by srun)");
+            "4,5 (ended after it: lost a peer, or stopped by srun)");
   // Without the tables, the agents' tasks are all there is.
   EXPECT_EQ(summary_of(ends, false),
             "first failure: task 1 on node02, exited with code 1; collateral: task 2 (ended after "

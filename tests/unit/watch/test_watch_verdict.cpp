@@ -89,7 +89,7 @@ TEST(WatchVerdict, EveryRankInTheSameCollective) {
   StallReport r = stall_report(fixtures::lines(out),
                                ends_of("srun: error: node01: tasks 0-1: Aborted\n"), {0, 1});
   EXPECT_EQ(r.verdict,
-            "every rank waits in the same place, ranks 0-1 on node01 wait in all_reduce at "
+            "every rank waits in the same place, ranks 0,1 on node01 wait in all_reduce at "
             "train.py:12 in <module>: no rank is elsewhere (suspect the network or a device)");
 }
 
@@ -98,7 +98,7 @@ TEST(WatchVerdict, ARankThatPrintsNothingIsNamed) {
   StallReport r = stall_report(fixtures::lines(out),
                                ends_of("srun: error: node01: tasks 0-1: Aborted\n"), {0, 1, 2});
   EXPECT_EQ(r.verdict.substr(0, 40), "rank 2 printed no stack (stuck in the ke");
-  EXPECT_NE(r.verdict.find("; ranks 0-1 on node01 wait in all_reduce"), std::string::npos);
+  EXPECT_NE(r.verdict.find("; ranks 0,1 on node01 wait in all_reduce"), std::string::npos);
 }
 
 TEST(WatchVerdict, NothingPrinted) {
