@@ -85,5 +85,13 @@ TEST(Util, TorchrunRefusalNamesTheFix) {
             "2 nodes; use --ntasks-per-node=1 (torchrun starts the workers)");
 }
 
+// One way to write ranks in every report: runs of three or more as ranges, pairs listed.
+TEST(Util, FormatRanges) {
+  EXPECT_EQ(text::format_ranges({5, 0, 1, 2, 3, 8, 7}), "0-3,5,7,8");
+  EXPECT_EQ(text::format_ranges({4, 4, 4}), "4");
+  EXPECT_EQ(text::format_ranges({}), "");
+  EXPECT_EQ(text::format_ranges({1, 3, 4, 5, 6, 9}), "1,3-6,9");
+}
+
 }  // namespace
 }  // namespace ddp
