@@ -98,6 +98,14 @@ wait_job() {
   fi
 }
 
+# The ranks that printed a correct result of contrib/examples/allreduce.py in a world of $1
+# (master matching $2, any by default), read from stdin: sorted, distinct, space-separated.
+# Matched, not counted by line: torchrun's tee can write two workers' lines as one.
+allreduce_ranks() {
+  grep -oE "rank=[0-9]+ world=$1 local_rank=[0-9]+ host=[^ ]+ master=${2:-[^ ]+} allreduce_sum=15 expected=15" |
+    sed -E 's/^rank=([0-9]+) .*/\1/' | sort -nu | paste -sd ' '
+}
+
 # Torch where the tasks run: the userland of the cluster's Slurm release (DDP_SLURM_RELEASE, set
 # by ctest for a build-slurm-RELEASE/ build), else this machine.
 need_torch() {
