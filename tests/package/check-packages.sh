@@ -34,7 +34,8 @@ fi
 list=$(dpkg-deb -c "${plugin_deb[0]}" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$')
 arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 contains "$list" "/usr/lib/$arch/slurm-wlm/spank_ddp.so" /etc/slurm/plugstack.conf.d/ddp.conf \
-  /usr/bin/ddp-check /usr/share/man/man8/spank_ddp.8.gz /usr/share/man/man1/ddp-check.1.gz
+  /usr/bin/ddp-check /usr/share/man/man8/spank_ddp.8.gz /usr/share/man/man1/ddp-check.1.gz \
+  /usr/bin/ddp-watch /usr/share/man/man1/ddp-watch.1.gz
 ! grep -q ddpgen <<<"$list" || fail "the plugin package holds ddpgen files"
 depends=$(dpkg-deb -f "${plugin_deb[0]}" Depends)
 echo "slurm-ddp-plugin Depends: $depends"
@@ -53,14 +54,14 @@ contains "$list" /usr/bin/ddpgen /usr/share/slurm-ddp/site-profiles/local.yaml \
   /usr/share/slurm-ddp/schema/profile.schema.json /usr/share/bash-completion/completions/ddpgen \
   /usr/share/zsh/vendor-completions/_ddpgen /usr/share/man/man1/ddpgen.1.gz \
   /usr/share/man/man5/ddpgen-job.5.gz /usr/share/man/man5/ddpgen-profile.5.gz
-! grep -qE 'spank_ddp|ddp-check' <<<"$list" || fail "the generator package holds plugin files"
+! grep -qE 'spank_ddp|ddp-check|ddp-watch' <<<"$list" || fail "the generator package holds plugin files"
 
 if command -v rpm >/dev/null && ((${#plugin_rpm[@]} == 1 && ${#gen_rpm[@]} == 1)); then
   list=$(rpm -qlp "${plugin_rpm[0]}" 2>/dev/null)
   echo "rpm -qlp ${plugin_rpm[0]##*/}:"
   sed 's/^/  /' <<<"$list"
   contains "$list" /usr/lib64/slurm/spank_ddp.so /etc/slurm/plugstack.conf.d/ddp.conf \
-    /usr/bin/ddp-check
+    /usr/bin/ddp-check /usr/bin/ddp-watch
   requires=$(rpm -qp --requires "${plugin_rpm[0]}" 2>/dev/null)
   contains "$requires" "slurm >= $release" "slurm < $next"
   list=$(rpm -qlp "${gen_rpm[0]}" 2>/dev/null)

@@ -34,7 +34,8 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 [[ $(dpkg -S "$plugin" 2>/dev/null) == "slurm-ddp-plugin: $plugin" ]] || fail "$plugin not from slurm-ddp-plugin"
 [[ $(command -v ddpgen) == /usr/bin/ddpgen && $(command -v ddp-check) == /usr/bin/ddp-check ]] ||
   fail "ddpgen or ddp-check not installed in /usr/bin"
-for page in spank_ddp.8 ddp-check.1 ddpgen.1 ddpgen-job.5 ddpgen-profile.5; do
+[[ $(command -v ddp-watch) == /usr/bin/ddp-watch ]] || fail "ddp-watch not installed in /usr/bin"
+for page in spank_ddp.8 ddp-check.1 ddp-watch.1 ddpgen.1 ddpgen-job.5 ddpgen-profile.5; do
   [[ -f /usr/share/man/man${page##*.}/$page.gz ]] || fail "man page $page not installed"
 done
 # The installed ddpgen finds the installed profiles and schema, not the source tree's.
