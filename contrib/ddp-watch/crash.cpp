@@ -150,39 +150,40 @@ void CrashReader::add(const Line& line) {
 // like fill it, a rule ("=====", "-----") closes it.
 void CrashReader::add_torchrun(std::string_view text) {
   auto flush = [this] {
-    if (worker_ && worker_->rank >= 0) {
-      auto same = [&](const WorkerFailure& w) { return w.rank == worker_->rank; };
+    if (in_worker_ && worker_.rank >= 0) {
+      auto same = [&](const WorkerFailure& w) { return w.rank == worker_.rank; };
       if (std::none_of(facts_.workers.begin(), facts_.workers.end(), same)) {
-        facts_.workers.push_back(*worker_);
+        facts_.workers.push_back(worker_);
       }
     }
-    worker_.reset();
+    in_worker_ = false;
   };
   std::string_view t = trim(text);
   if (t.size() >= 4 && t.front() == '[' && t.ends_with("]:") &&
       parse_int(t.substr(1, t.size() - 3))) {
     flush();
     worker_ = WorkerFailure{};
+    in_worker_ = true;
     return;
   }
   if (t.starts_with("=====") || t.starts_with("-----")) flush();
-  if (!worker_) return;
+  if (!in_worker_) return;
   std::size_t colon = t.find(':');
   if (colon == std::string_view::npos) return;
   std::string_view key = trim(t.substr(0, colon));
   std::string_view value = trim(t.substr(colon + 1));
   if (key == "host")
-    worker_->host = std::string(value);
+    worker_.host = std::string(value);
   else if (key == "time")
-    worker_->time = std::string(value);
+    worker_.time = std::string(value);
   else if (key == "exitcode")
-    worker_->exit_code = parse_int(value.substr(0, value.find(' '))).value_or(0);
+    worker_.exit_code = parse_int(value.substr(0, value.find(' '))).value_or(0);
   else if (key == "rank") {
-    worker_->rank = parse_int(value.substr(0, value.find(' '))).value_or(-1);
+    worker_.rank = parse_int(value.substr(0, value.find(' '))).value_or(-1);
     std::size_t local = value.find("local_rank: ");
     if (local != std::string_view::npos) {
       std::string_view l = value.substr(local + 12);
-      worker_->local_rank = parse_int(l.substr(0, l.find(')'))).value_or(-1);
+      worker_.local_rank = parse_int(l.substr(0, l.find(')'))).value_or(-1);
     }
   }
 }

@@ -59,7 +59,11 @@ class CrashReader {
   void add_torchrun(std::string_view text);
   CrashFacts facts_;
   bool stopping_ = false;
-  std::optional<WorkerFailure> worker_;
+  // The entry being read, while in_worker_. A plain member and a flag, not a std::optional:
+  // GCC 16 at -O2 reports an optional's strings as maybe-uninitialized when it is reassigned
+  // (Debian unstable's GCC 16).
+  WorkerFailure worker_;
+  bool in_worker_ = false;
 };
 
 // Whether an exception message says the rank lost a peer rather than failed itself.

@@ -213,7 +213,11 @@ void Watch::finish_stall() {
 }
 
 int Watch::run() {
-  std::vector<std::string> env = {"PYTHONFAULTHANDLER=1"};
+  // Built by push_back from empty: GCC 14 at -O2 reports a false -Warray-bounds for a vector
+  // made from a one-element braced list and then grown (Debian 13's GCC 14.2).
+  std::vector<std::string> env;
+  env.reserve(3);
+  env.push_back("PYTHONFAULTHANDLER=1");
   if (labels_) env.push_back("SLURM_LABELIO=1");
   if (!o_.heartbeat.empty()) env.push_back("DDP_HEARTBEAT_FILE=" + o_.heartbeat);
   for (const Step& s : running_steps(job_)) before_.push_back(s.id);
