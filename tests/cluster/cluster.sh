@@ -443,6 +443,32 @@ start_daemon() {
   launcher=()
 }
 
+# Runs NODE's slurmd, and starts it again when it dies of a crash (SIGSEGV, SIGABRT, SIGBUS,
+# SIGFPE), as a site's service manager would: Debian 12's slurmd 22.05.8 corrupts its heap now
+# and then when several steps of one job are launched on a node at once (seen with and without
+# any SPANK plugin: `srun --overlap` x4 in a loop crashes one slurmd every few hundred
+# allocations, in slurm_hostlist_create/destroy). Each restart is a line in $log/crashes, which
+# tests/cluster/lib.bash reads (slurmd_crashes), so a test can tell a Slurm crash from its own
+# failure. `down` stops slurmd with SIGTERM or SIGKILL, which never restart it.
+supervise_slurmd() {
+  local node=$1 rc
+  cd "$log"   # a core file lands here, beside the logs, not in the caller's directory
+  while :; do
+    launcher=(setsid)
+    rc=0
+    as_host "$node" "$node" slurmd -D -f "$conf" -N "$node" || rc=$?
+    launcher=()
+    case $rc in
+      134 | 135 | 136 | 139) ;;
+      *) return "$rc" ;;
+    esac
+    [[ -e /run/netns/$k_ns_prefix$node ]] || return "$rc"
+    printf '%s %s slurmd exited with status %d (signal %d); restarted\n' \
+      "$(date +%FT%T)" "$node" "$rc" $((rc - 128)) >>"$log/crashes"
+    sleep 0.2
+  done
+}
+
 wait_for() {
   local what=$1 timeout=$2; shift 2
   local deadline=$((SECONDS + timeout))
@@ -513,8 +539,7 @@ cmd_up() {
     as_host login "$k_login" env SLURM_CONF="$conf" scontrol ping
   local i
   for i in "${!k_nodes[@]}"; do
-    start_daemon "${k_nodes[$i]}" "${k_nodes[$i]}" "slurmd-${k_nodes[$i]}" \
-      slurmd -D -f "$conf" -N "${k_nodes[$i]}"
+    supervise_slurmd "${k_nodes[$i]}" </dev/null >>"$log/slurmd-${k_nodes[$i]}.out" 2>&1 &
   done
   wait_for "all 3 nodes idle in sinfo" "$timeout" all_nodes_idle
   say "up in $((SECONDS - started))s: ${k_nodes[*]} idle; slurm: $(

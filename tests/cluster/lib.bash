@@ -106,6 +106,27 @@ allreduce_ranks() {
     sed -E 's/^rank=([0-9]+) .*/\1/' | sort -nu | paste -sd ' '
 }
 
+# How many times a slurmd of the cluster crashed and was started again (cluster.sh
+# supervise_slurmd: Slurm 22.05's slurmd now and then corrupts its heap when several steps are
+# launched on a node at once, with or without any plugin).
+slurmd_crashes() {
+  if [[ -e $DDP_CLUSTER_DIR/log/crashes ]]; then wc -l <"$DDP_CLUSTER_DIR/log/crashes"; else echo 0; fi
+}
+
+# bats `run "$@"`, and once more when a slurmd crashed meanwhile: a step launched on that node
+# then fails for a reason that is Slurm's, so the test asks again of a whole cluster, with the
+# same assertions. For tests that launch several steps on a node at once. Said on fd 3.
+run_again_after_slurmd_crash() {
+  local before
+  before=$(slurmd_crashes)
+  run "$@"
+  if (($(slurmd_crashes) > before)); then
+    echo "# $(tail -n 1 "$DDP_CLUSTER_DIR/log/crashes"); running the command again" >&3
+    sleep 2   # the restarted slurmd registers with slurmctld
+    run "$@"
+  fi
+}
+
 # Torch where the tasks run: the userland of the cluster's Slurm release (DDP_SLURM_RELEASE, set
 # by ctest for a build-slurm-RELEASE/ build), else this machine.
 need_torch() {

@@ -151,7 +151,7 @@ EOS
   # On Slurm 22.05 with MpiParams=ports a bare --resv-ports reserves nothing (the derived port
   # is used), and --resv-ports=1 reserves one port per step (SLURM_STEP_RESV_PORTS is used).
   for resv in "--resv-ports" "--resv-ports=1"; do
-    run "$CLUSTER" run salloc -N3 bash -c "
+    run_again_after_slurmd_crash "$CLUSTER" run salloc -N3 bash -c "
       for i in 1 2 3 4; do srun -N3 --ntasks-per-node=1 --overlap $resv --ddp bash -c 'echo \$SLURM_STEP_ID \$MASTER_PORT' & done; wait"
     [ "$status" -eq 0 ]
     steps=$(grep -E '^[0-9]+ [0-9]+$' <<<"$output" | sort -u)

@@ -135,7 +135,7 @@ EOF
 }
 
 @test "concurrent steps of one job run side by side with --exact" {
-  run --separate-stderr cl salloc -N3 bash -c '
+  run_again_after_slurmd_crash --separate-stderr cl salloc -N3 bash -c '
     start=$(date +%s)
     for i in 1 2 3; do srun -N3 --ntasks-per-node=1 --exact sleep 3 & done; wait
     echo elapsed $(( $(date +%s) - start ))'
