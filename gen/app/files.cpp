@@ -32,17 +32,20 @@ int write_all(int fd, std::string_view text) {
   return 0;
 }
 
-// The mode a plain open(path, O_CREAT, 0666) would give: mkstemp makes the file 0600.
-mode_t default_mode() {
+// The mode the script gets: an existing regular file's own (the user may have made it
+// executable), else what a plain open(path, O_CREAT, 0666) would give (mkstemp makes 0600).
+mode_t script_mode(const std::string& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
   const mode_t mask = ::umask(0);
   ::umask(mask);
   return 0666 & ~mask;
 }
 
-// Writes, syncs and closes fd (a new temporary file named tmp); returns errno or 0.
-int fill(int fd, const std::string& text, std::string& step) {
+// Writes, syncs and closes fd (a new temporary file); returns errno or 0.
+int fill(int fd, mode_t mode, const std::string& text, std::string& step) {
   step = "cannot write";
-  int err = ::fchmod(fd, default_mode()) == 0 ? write_all(fd, text) : errno;
+  int err = ::fchmod(fd, mode) == 0 ? write_all(fd, text) : errno;
   if (err == 0 && ::fsync(fd) != 0) {
     step = "cannot sync";
     err = errno;
@@ -53,6 +56,23 @@ int fill(int fd, const std::string& text, std::string& step) {
     err = errno;
   }
   return err;
+}
+
+// True when path leads (through symlinks) to something that is not a file to replace: a
+// terminal, a pipe, /dev/null, /dev/stdout. Renaming over it would put a regular file in the
+// place of a device node or of /dev/stdout's link, so the script is written into it instead.
+bool is_special(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+Result<void> write_special(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return io_error(path, "cannot open", errno);
+  int err = write_all(fd, text);
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) return io_error(path, "cannot write the script", err);
+  return {};
 }
 
 }  // namespace
@@ -67,6 +87,7 @@ Result<std::string> read_file(const std::string& path) {
 }
 
 Result<void> write_file(const std::string& path, const std::string& text) {
+  if (is_special(path)) return write_special(path, text);
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   // mkstemp: a fresh name, created with O_EXCL (never an existing file or symlink), in the
@@ -78,7 +99,7 @@ Result<void> write_file(const std::string& path, const std::string& text) {
   if (fd < 0) return io_error(path, "cannot create a file in " + dir.string(), errno);
   const std::string tmp(buffer.data());
   std::string step;
-  int err = fill(fd, text, step);
+  int err = fill(fd, script_mode(path), text, step);
   if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) {
     step = "cannot replace";
     err = errno;
