@@ -155,6 +155,19 @@ std::optional<int> parse(CLI::App& cli, int argc, char** argv) {
   return std::nullopt;
 }
 
+// "ddpgen --profile P validate job.yaml" and "ddpgen job.yaml validate --profile P": what
+// comes before the subcommand counts for it too. Returns a usage error, or "".
+std::string merge_into_validate(Command& c) {
+  if (!c.validate->parsed()) return "";
+  if (!c.in.job_file.empty() && !c.vin.job_file.empty() && c.in.job_file != c.vin.job_file)
+    return "two job files (\"" + shell::comment_safe(c.in.job_file) + "\" and \"" +
+           shell::comment_safe(c.vin.job_file) + "\"): validate checks one";
+  if (c.vin.profile.empty()) c.vin.profile = c.in.profile;
+  if (c.vin.job_file.empty()) c.vin.job_file = c.in.job_file;
+  c.vin.sets.insert(c.vin.sets.begin(), c.in.sets.begin(), c.in.sets.end());
+  return "";
+}
+
 int validate(const Command& c) {
   if (c.vin.job_file.empty() && !c.live) {
     std::cerr << "ddpgen: error: validate needs a job file, or --live (see ddpgen --help)\n";
@@ -201,6 +214,10 @@ int run(int argc, char** argv) {
   Command command;
   define(cli, command);
   if (auto status = parse(cli, argc, argv)) return *status;
+  if (const std::string error = merge_into_validate(command); !error.empty()) {
+    std::cerr << "ddpgen: error: " << error << " (see ddpgen --help)\n";
+    return 2;
+  }
   return execute(command);
 }
 
