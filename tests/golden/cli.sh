@@ -4,7 +4,8 @@
 #   - a command-line error names the argument and what is expected (exit 2);
 #   - a failed write (full disk: /dev/full) exits non-zero; -o leaves nothing half-written and
 #     no temporary file, keeps the old file when it fails, replaces a symlink instead of
-#     writing through it, and gives the file the umask's mode.
+#     writing through it, gives a new file the umask's mode and an old one its own mode, and
+#     writes into a device or pipe (/dev/stdout, /dev/full) instead of replacing it.
 set -euo pipefail
 ddpgen=$1
 case_dir=$(cd "$(dirname "$0")/local-srun" && pwd)
@@ -31,6 +32,20 @@ for order in "--profile local --set nodes=3 job.yaml" "--set nodes=3 --profile l
   fi
 done
 
+# validate takes the same options wherever they stand, before or after the subcommand.
+for order in "validate --profile local --set nodes=3 job.yaml" "--profile local validate job.yaml --set nodes=3" \
+  "--set nodes=3 job.yaml validate --profile local" "--profile local --set nodes=3 job.yaml validate"; do
+  # shellcheck disable=SC2086  # the words of $order are the arguments
+  if ! "$ddpgen" $order >out 2>err; then
+    fail "ddpgen $order: $(cat err)"
+  elif [[ -s out ]] || ! grep -q '^ddpgen: job.yaml: valid for profile "local"$' err; then
+    fail "ddpgen $order: stdout $(wc -c <out) bytes, stderr: $(cat err)"
+  fi
+done
+if "$ddpgen" --profile local --set nodes=99 validate job.yaml >out 2>err; then
+  fail "validate ignored a --set before the subcommand"
+fi
+
 # expect_usage_error ERROR_REGEX ARGS...: exit 2, nothing on stdout, the message matches.
 expect_usage_error() {
   local want=$1 status=0
@@ -46,6 +61,7 @@ expect_usage_error '^ddpgen: error: --profile NAME\|PATH is required' job.yaml
 expect_usage_error '^ddpgen: error: no job file' --profile local
 expect_usage_error 'not expected: other.yaml \(give one job file' --profile local job.yaml other.yaml
 expect_usage_error 'not expected: --frob' --profile local job.yaml --frob
+expect_usage_error 'two job files \("job.yaml" and "other.yaml"\)' job.yaml validate --profile local other.yaml
 
 # Standard output that cannot be written.
 status=0
@@ -60,6 +76,30 @@ cmp -s dest/job.sbatch <("$ddpgen" --profile local job.yaml) || fail "-o wrote a
 [[ $(ls -A dest) == job.sbatch ]] || fail "-o left other files: $(ls -A dest)"
 mode=$(stat -c %a dest/job.sbatch)
 [[ $mode == "$(printf '%o' $((0666 & ~$(umask))))" ]] || fail "-o gave mode $mode"
+
+# Replacing a file keeps its mode (a script the user made executable stays executable).
+chmod 0750 dest/job.sbatch
+"$ddpgen" --profile local job.yaml -o dest/job.sbatch
+mode=$(stat -c %a dest/job.sbatch)
+[[ $mode == 750 ]] || fail "-o over a 0750 file gave mode $mode"
+
+# A device or a pipe at the target, directly or through a symlink (as /dev/stdout is one), is
+# written into: it is never replaced by a regular file, and its write errors are reported.
+mkdir special
+ln -s /dev/full special/full.sbatch
+status=0
+"$ddpgen" --profile local job.yaml -o special/full.sbatch 2>err || status=$?
+[[ $status -eq 1 ]] && grep -q 'full.sbatch: cannot write the script: No space left on device' err ||
+  fail "-o to a link to /dev/full: status $status, $(cat err)"
+[[ -L special/full.sbatch && -c /dev/full ]] || fail "-o replaced the link to /dev/full"
+mkfifo special/pipe
+timeout 20 cat special/pipe >from-pipe &  # bounded: a replaced pipe has no writer
+reader=$!
+"$ddpgen" --profile local job.yaml --set nodes=3 -o special/pipe 2>err || fail "-o to a pipe: $(cat err)"
+wait "$reader" || fail "nothing was written into the pipe"
+[[ -p special/pipe ]] || fail "-o replaced a pipe with a file"
+cmp -s from-pipe reference.sbatch || fail "-o to a pipe: the reader got a different script"
+[[ $(ls -A special | tr '\n' ' ') == "full.sbatch pipe " ]] || fail "left files: $(ls -A special)"
 
 # A failed render leaves the old file as it was.
 echo old >dest/job.sbatch
