@@ -35,7 +35,7 @@ int write_all(int fd, std::string_view text) {
 // The mode the script gets: an existing regular file's own (the user may have made it
 // executable), else what a plain open(path, O_CREAT, 0666) would give (mkstemp makes 0600).
 mode_t script_mode(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
   const mode_t mask = ::umask(0);
   ::umask(mask);
@@ -62,7 +62,7 @@ int fill(int fd, mode_t mode, const std::string& text, std::string& step) {
 // terminal, a pipe, /dev/null, /dev/stdout. Renaming over it would put a regular file in the
 // place of a device node or of /dev/stdout's link, so the script is written into it instead.
 bool is_special(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
