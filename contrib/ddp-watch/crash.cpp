@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <set>
 #include <utility>
 
@@ -11,6 +10,7 @@
 namespace ddp::watch {
 namespace {
 
+using ddp::text::parse_int;
 using ddp::text::trim;
 
 struct SignalWords {
@@ -33,14 +33,6 @@ constexpr std::array<SignalWords, 12> k_signals = {{
     {12, "SIGUSR2", "User defined signal 2"},
     {15, "SIGTERM", "Terminated"},
 }};
-
-std::optional<int> parse_int(std::string_view s) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc{} || s.empty()) return std::nullopt;
-  (void)end;
-  return value;
-}
 
 // Lines with which srun or slurmstepd announce that they end the whole step: what dies after
 // them was stopped, not failing on its own.

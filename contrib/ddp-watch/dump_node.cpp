@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "dump_plan.hpp"
+#include "text.hpp"
 
 namespace ddp::watch {
 namespace {
@@ -43,7 +44,10 @@ std::optional<std::pair<char, pid_t>> stat_of(pid_t pid) {
   std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
   std::size_t close = stat.rfind(')');
   if (close == std::string::npos || close + 4 > stat.size()) return std::nullopt;
-  return std::make_pair(stat[close + 2], static_cast<pid_t>(std::atoi(stat.c_str() + close + 4)));
+  const std::string_view rest = std::string_view(stat).substr(close + 4);
+  const auto ppid = ddp::text::parse_int(rest.substr(0, rest.find(' ')));
+  if (!ppid) return std::nullopt;
+  return std::make_pair(stat[close + 2], static_cast<pid_t>(*ppid));
 }
 
 // This node's processes of the step. SLURMD_NODENAME tells nodes apart where several share
@@ -54,7 +58,8 @@ std::vector<StepProcess> find_step(const std::string& job, const std::string& st
   DIR* dir = opendir("/proc");
   if (dir == nullptr) return out;
   while (dirent* e = readdir(dir)) {
-    pid_t pid = std::atoi(e->d_name);
+    const auto number = ddp::text::parse_int(e->d_name);
+    const pid_t pid = number ? static_cast<pid_t>(*number) : 0;
     if (pid <= 0 || pid == getpid()) continue;
     std::string env = slurp("/proc/" + std::to_string(pid) + "/environ");
     if (env_value(env, "SLURM_JOB_ID") != job || env_value(env, "SLURM_STEP_ID") != step ||
@@ -64,8 +69,8 @@ std::vector<StepProcess> find_step(const std::string& job, const std::string& st
     auto st = stat_of(pid);
     if (!st || st->first == 'Z') continue;
     std::string task = env_value(env, "SLURM_PROCID"), rank = env_value(env, "RANK");
-    out.push_back(StepProcess{pid, st->second, task.empty() ? -1 : std::atoi(task.c_str()),
-                              rank.empty() ? -1 : std::atoi(rank.c_str())});
+    out.push_back(StepProcess{pid, st->second, ddp::text::parse_int(task).value_or(-1),
+                              ddp::text::parse_int(rank).value_or(-1)});
   }
   closedir(dir);
   return out;

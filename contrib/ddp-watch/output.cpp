@@ -1,21 +1,12 @@
 #include "output.hpp"
 
 #include <algorithm>
-#include <charconv>
+
+#include "text.hpp"
 
 namespace ddp::watch {
-namespace {
 
-std::optional<int> parse_int(std::string_view s) {
-  if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
-  int value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return value;
-}
-
-}  // namespace
-
+using ddp::text::parse_int;
 Line split_label(std::string_view raw) {
   std::size_t i = raw.find_first_not_of(' ');
   std::size_t digits_end = raw.find_first_not_of("0123456789", i);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <charconv>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -25,6 +26,16 @@ std::optional<T> parse_uint(std::string_view s) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
   return value;
+}
+
+// An int written as parse_uint reads it, with an optional '-' before the digits (torchrun
+// writes a signal's exit code as -9), for ranks, task ids and exit codes; nothing when it
+// does not fit.
+inline std::optional<int> parse_int(std::string_view s) {
+  const bool negative = !s.empty() && s.front() == '-';
+  auto value = parse_uint<unsigned>(negative ? s.substr(1) : s);
+  if (!value || *value > static_cast<unsigned>(INT_MAX) + (negative ? 1u : 0u)) return std::nullopt;
+  return negative ? static_cast<int>(0u - *value) : static_cast<int>(*value);
 }
 
 // Appends `value` in decimal, left-padded with zeros to `width` digits.

@@ -37,6 +37,18 @@ TEST(Util, ParseUnsignedBoundsAndJunk) {
   }
 }
 
+TEST(Util, ParseIntSignedBoundsAndJunk) {
+  EXPECT_EQ(text::parse_int("0"), 0);
+  EXPECT_EQ(text::parse_int("42"), 42);
+  EXPECT_EQ(text::parse_int("-9"), -9);
+  EXPECT_EQ(text::parse_int("2147483647"), 2147483647);
+  EXPECT_EQ(text::parse_int("-2147483648"), -2147483647 - 1);
+  for (const char* bad : {"", "-", "--1", "+3", " 3", "3 ", "3x", "2147483648", "-2147483649",
+                          "self", "99999999999999999999999"}) {
+    EXPECT_FALSE(text::parse_int(bad)) << bad;
+  }
+}
+
 TEST(Util, DidYouMeanOneThreshold) {
   const std::vector<std::string> keys = {"nodes", "partition", "port_range", "omp_num_threads"};
   EXPECT_EQ(text::did_you_mean("nodez", keys), "nodes");
