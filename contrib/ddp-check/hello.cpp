@@ -85,6 +85,9 @@ bool store(Hello& h, std::size_t index, std::string_view value) {
     return n.has_value();
   }
   if (auto* field = text_field(h, index)) {
+    // format_hello writes an empty text as "-", so "key=" never comes from a real peer; taken
+    // as "", it would read back as "-" and a peer's step "" would not be the step it signed.
+    if (value.empty()) return false;
     *field = value;
     return true;
   }

@@ -35,5 +35,8 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cd "$out"
 # -max_len: room for a line of k_max_line bytes and a few more lines.
+# -error_exitcode=1: libFuzzer's own default, 77, is ctest's "skipped" (SKIP_RETURN_CODE), and a
+# crash it found would be reported as a skip.
 "$out/fuzz_wire" -max_total_time="$seconds" -max_len=40000 -timeout=10 -rss_limit_mb=2048 \
+  -error_exitcode=1 \
   -print_final_stats=1 "$scratch" "$here/corpus/wire"

@@ -123,6 +123,10 @@ TEST(Hello, RejectsMalformedLines) {
       {"ddp-check/2 hello rank=-1", "bad value \"-1\" for \"rank\""},
       {"ddp-check/2 hello rank=99999999999", "bad value"},
       {"ddp-check/2 hello nccl=2", "bad value \"2\" for \"nccl\""},
+      // An empty text is written "-": "step=" would read back as another step (found by
+      // fuzz.wire).
+      {"ddp-check/2 hello step=", "bad value \"\" for \"step\""},
+      {"ddp-check/2 hello host=", "bad value \"\" for \"host\""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.line);
