@@ -85,16 +85,38 @@ void wait_gone(pid_t pid) {
   }
 }
 
-}  // namespace
-
-int dump_step_here(const std::string& step) {
+// This node's processes of JOB.STEP, or nothing (with a message) when `step` is malformed.
+std::optional<std::vector<StepProcess>> step_here(const char* option, const std::string& step) {
   std::size_t dot = step.find('.');
   if (dot == std::string::npos) {
-    std::fprintf(stderr, "ddp-watch: --dump-step=%s: expected JOB.STEP\n", step.c_str());
-    return 2;
+    std::fprintf(stderr, "ddp-watch: %s=%s: expected JOB.STEP\n", option, step.c_str());
+    return std::nullopt;
   }
-  DumpPlan plan = plan_dump(find_step(step.substr(0, dot), step.substr(dot + 1)));
-  for (const StepProcess& p : plan.stop) kill(p.pid, SIGSTOP);
+  return find_step(step.substr(0, dot), step.substr(dot + 1));
+}
+
+}  // namespace
+
+// Every process of the step stops at once, workers too: a worker left running would see its
+// peers die one by one as they dump, leave its collective and print a stack of its error
+// handling (or of the garbage collector) instead of the place it waited in.
+int freeze_step_here(const std::string& step) {
+  auto processes = step_here("--freeze-step", step);
+  if (!processes) return 2;
+  int status = 1;
+  for (const StepProcess& p : *processes) {
+    if (kill(p.pid, SIGSTOP) == 0) status = 0;
+  }
+  return status;
+}
+
+int dump_step_here(const std::string& step) {
+  auto processes = step_here("--dump-step", step);
+  if (!processes) return 2;
+  DumpPlan plan = plan_dump(*processes);
+  // Stopped already when the watcher's --freeze-step reached this node; if not, at least
+  // this node's processes wait for their turn stopped.
+  for (const StepProcess& p : plan.dump) kill(p.pid, SIGSTOP);
   int status = 1;  // until a process took the signal
   for (const StepProcess& p : plan.dump) {
     std::printf("%s\n", dump_notice(p).c_str());

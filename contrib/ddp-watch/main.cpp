@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     return ddp::watch::k_exit_usage;
   }
   if (!options->dump_step.empty()) return ddp::watch::dump_step_here(options->dump_step);
+  if (!options->freeze_step.empty()) return ddp::watch::freeze_step_here(options->freeze_step);
   if (options->help) {
     std::fputs(ddp::watch::usage().c_str(), stdout);
     return 0;

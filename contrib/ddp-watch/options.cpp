@@ -60,10 +60,11 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       auto max = ddp::text::parse_unsigned(*text, 0, 1000, "--requeue-stalled");
       if (!max) return fail("ddp-watch: " + max.error().message);
       o.requeue_max = static_cast<long>(*max);
-    } else if (is(a, "--dump-step")) {
-      auto text = value_of(args, i, "--dump-step");
+    } else if (is(a, "--dump-step") || is(a, "--freeze-step")) {
+      std::string name = a.substr(0, a.find('='));
+      auto text = value_of(args, i, name);
       if (!text) return std::unexpected(text.error());
-      o.dump_step = *text;
+      (name == "--dump-step" ? o.dump_step : o.freeze_step) = *text;
     } else if (is(a, "--stacks") || is(a, "--heartbeat")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
@@ -77,7 +78,7 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     }
   }
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (o.help || o.version || !o.dump_step.empty()) return o;
+  if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty()) return o;
   if (o.timeout_s == 0) return fail("ddp-watch: --timeout is required (for example --timeout 10m)");
   if (o.startup_s == 0) o.startup_s = o.timeout_s;
   if (o.command.empty()) {

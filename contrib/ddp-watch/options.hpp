@@ -23,6 +23,7 @@ struct Options {
   long requeue_max = -1;     // after a stall, requeue while SLURM_RESTART_COUNT is below; -1 never
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
+  std::string freeze_step;   // internal: on this node, stop (SIGSTOP) every process of JOB.STEP
   bool help = false;
   bool version = false;
   std::vector<std::string> command;

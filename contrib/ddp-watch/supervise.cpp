@@ -187,10 +187,24 @@ bool Watch::start_helper() {
   auto nodes = Hostlist::count(ours_[0].nodes);
   if (!nodes) return false;
   // One task per node of the step; --ntasks overrides the batch shell's SLURM_NTASKS.
-  helper_ = spawn({"srun", "--overlap", "--jobid=" + job_, "--nodelist=" + ours_[0].nodes,
-                   "--ntasks=" + std::to_string(*nodes), "--ntasks-per-node=1",
-                   "--kill-on-bad-exit=0", self_path(), "--dump-step", ours_[0].id},
-                  {});
+  auto helper = [&](const char* what) {
+    return std::vector<std::string>{"srun",
+                                    "--overlap",
+                                    "--jobid=" + job_,
+                                    "--nodelist=" + ours_[0].nodes,
+                                    "--ntasks=" + std::to_string(*nodes),
+                                    "--ntasks-per-node=1",
+                                    "--kill-on-bad-exit=0",
+                                    "--time=1",
+                                    self_path(),
+                                    what,
+                                    ours_[0].id};
+  };
+  // First every process of the step stops, on every node, and only then does any worker dump
+  // and die: a worker still running on another node would leave its collective when its peer
+  // dies, and print the stack of its error handling instead of where it waited.
+  run_command(helper("--freeze-step"));
+  helper_ = spawn(helper("--dump-step"), {});
   return helper_.pid > 0;
 }
 

@@ -89,11 +89,14 @@ check_stall_verdict() {
   grep -q '^=== task 0, rank 0, node node01, waits in ' "$work/stacks.txt"
 }
 
+# Rank 4 is the first worker of node03: rank 1 (and 3) dump after a worker of their own node
+# has died, and must still be seen waiting where they waited (without the step frozen on every
+# node first, rank 1 left its all-reduce and printed "Garbage-collecting, no Python frame").
 @test "torchrun: a stuck worker is named by its rank, the launchers set apart" {
   id=$(submit srun --ddp=torchrun --ntasks=3 --ntasks-per-node=1 \
-    torchrun --nproc_per_node=2 "$k_stall_py" --steps 100000 --hang-rank 3 --at-step 20)
+    torchrun --nproc_per_node=2 "$k_stall_py" --steps 100000 --hang-rank 4 --at-step 20)
   finished "$id" FAILED
-  check_stall_verdict 3 node02 0-2,4,5
+  check_stall_verdict 4 node03 0-3,5
   [ "$(grep -c ', launcher ===$' "$work/stacks.txt")" -eq 3 ]
 }
 
