@@ -37,6 +37,14 @@ cd "$out"
 # -max_len: room for a line of k_max_line bytes and a few more lines.
 # -error_exitcode=1: libFuzzer's own default, 77, is ctest's "skipped" (SKIP_RETURN_CODE), and a
 # crash it found would be reported as a skip.
+rm -f "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-*   # an earlier run's
+status=0
 "$out/fuzz_wire" -max_total_time="$seconds" -max_len=40000 -timeout=10 -rss_limit_mb=2048 \
-  -error_exitcode=1 \
-  -print_final_stats=1 "$scratch" "$here/corpus/wire"
+  -error_exitcode=1 -timeout_exitcode=1 \
+  -print_final_stats=1 "$scratch" "$here/corpus/wire" || status=$?
+# CI keeps no build tree: the input that failed is printed, to be replayed with
+# base64 -d >in && build/.../fuzz_wire in.
+for found in "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-*; do
+  [[ -e $found ]] && { echo "input that failed ($found), base64:"; base64 "$found"; }
+done
+exit "$status"
