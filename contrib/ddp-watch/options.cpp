@@ -69,7 +69,7 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
       if (!text) return std::unexpected(text.error());
-      if (text->empty()) return fail("ddp-watch: " + name + " needs a file name");
+      if (text->empty() || *text == "--") return fail("ddp-watch: " + name + " needs a file name");
       (name == "--stacks" ? o.stacks : o.heartbeat) = *text;
     } else {
       std::string near = ddp::text::did_you_mean(a.substr(0, a.find('=')), k_options);

@@ -33,6 +33,8 @@ TEST(WatchOptions, RejectsWithTheCulprit) {
       {{"--timeot", "5m", "srun"}, "unknown option \"--timeot\" (did you mean --timeout?)"},
       {{"--zzz", "srun"}, "unknown option \"--zzz\"; see ddp-watch --help"},
       {{"--stacks=", "--timeout=1m", "srun"}, "--stacks needs a file name"},
+      {{"--stacks", "--", "--timeout=1m", "srun"}, "--stacks needs a file name"},
+      {{"--heartbeat", "--", "srun"}, "--heartbeat needs a file name"},
   };
   for (const Case& c : cases) {
     auto r = parse_options(c.args);
