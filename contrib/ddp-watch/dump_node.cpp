@@ -85,6 +85,13 @@ void wait_gone(pid_t pid) {
   }
 }
 
+// SIGSTOPs every process; true when one at least took the signal.
+bool stop_all(const std::vector<StepProcess>& processes) {
+  bool stopped = false;
+  for (const StepProcess& p : processes) stopped = kill(p.pid, SIGSTOP) == 0 || stopped;
+  return stopped;
+}
+
 // This node's processes of JOB.STEP, or nothing (with a message) when `step` is malformed.
 std::optional<std::vector<StepProcess>> step_here(const char* option, const std::string& step) {
   std::size_t dot = step.find('.');
@@ -103,11 +110,7 @@ std::optional<std::vector<StepProcess>> step_here(const char* option, const std:
 int freeze_step_here(const std::string& step) {
   auto processes = step_here("--freeze-step", step);
   if (!processes) return 2;
-  int status = 1;
-  for (const StepProcess& p : *processes) {
-    if (kill(p.pid, SIGSTOP) == 0) status = 0;
-  }
-  return status;
+  return stop_all(*processes) ? 0 : 1;
 }
 
 int dump_step_here(const std::string& step) {
@@ -116,7 +119,7 @@ int dump_step_here(const std::string& step) {
   DumpPlan plan = plan_dump(*processes);
   // Stopped already when the watcher's --freeze-step reached this node; if not, at least
   // this node's processes wait for their turn stopped.
-  for (const StepProcess& p : plan.dump) kill(p.pid, SIGSTOP);
+  stop_all(plan.dump);
   int status = 1;  // until a process took the signal
   for (const StepProcess& p : plan.dump) {
     std::printf("%s\n", dump_notice(p).c_str());

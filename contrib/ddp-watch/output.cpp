@@ -7,6 +7,7 @@
 namespace ddp::watch {
 
 using ddp::text::parse_int;
+
 Line split_label(std::string_view raw) {
   std::size_t i = raw.find_first_not_of(' ');
   std::size_t digits_end = raw.find_first_not_of("0123456789", i);

@@ -13,6 +13,7 @@
 #include "files.hpp"
 #include "paths.hpp"
 #include "profile_store.hpp"
+#include "text.hpp"
 
 namespace {
 
@@ -160,8 +161,8 @@ std::optional<int> parse(CLI::App& cli, int argc, char** argv) {
 std::string merge_into_validate(Command& c) {
   if (!c.validate->parsed()) return "";
   if (!c.in.job_file.empty() && !c.vin.job_file.empty() && c.in.job_file != c.vin.job_file)
-    return "two job files (\"" + shell::comment_safe(c.in.job_file) + "\" and \"" +
-           shell::comment_safe(c.vin.job_file) + "\"): validate checks one";
+    return "two job files (" + ddp::text::quote(c.in.job_file) + " and " +
+           ddp::text::quote(c.vin.job_file) + "): validate checks one";
   if (c.vin.profile.empty()) c.vin.profile = c.in.profile;
   if (c.vin.job_file.empty()) c.vin.job_file = c.in.job_file;
   c.vin.sets.insert(c.vin.sets.begin(), c.in.sets.begin(), c.in.sets.end());
