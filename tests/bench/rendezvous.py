@@ -1,6 +1,7 @@
-"""Rendezvous probe for tests/bench/compare_handwritten.sh: joins the process group from the env://
-variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE), then prints the wall-clock time at
-which this rank got past init_process_group, as `past_init RANK WORLD NS`. All hosts of the
+"""Rendezvous probe for tests/bench/compare_handwritten.sh (a benchmark's payload, not a test):
+joins the process group from the env:// variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE),
+then prints the wall-clock time at which this rank got past init_process_group, as
+`past_init RANK WORLD NS`. All hosts of the
 embedded cluster share one clock, so the bench script can compare it with the time of sbatch.
 A timing is only worth reporting for a correct world: the probe then all-reduces its rank and
 exits 1 unless the sum is 0 + 1 + ... + (WORLD_SIZE - 1) and WORLD_SIZE matches the group.

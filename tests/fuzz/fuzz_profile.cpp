@@ -1,5 +1,8 @@
 // libFuzzer target: site profiles. Every input is either refused with a one-line message or
-// decoded, then a fixed job is planned against it and rendered.
+// decoded, then a fixed job is planned against it and rendered. The checks are those of
+// fuzz_common.hpp, each of which aborts (a failing input, saved by libFuzzer) when broken: an
+// error message is non-empty and free of control characters; a profile that passed every check
+// renders; the script holds no control character but newlines and tabs.
 #include <cstddef>
 #include <cstdint>
 
