@@ -33,7 +33,7 @@ readonly k_packages=(
   clang-16 libclang-rt-16-dev
   # Lmod, for the site-emulation tests (cluster.sh up --site: sites' module names, stubbed)
   lmod
-  # packages (contrib/package.sh: .deb and .rpm) and their checks; man pages; the JSON
+  # packages (contrib/packaging/package.sh: .deb and .rpm) and their checks; man pages; the JSON
   # Schemas checked against the shipped files; zsh to syntax-check the zsh completion
   dpkg-dev debhelper fakeroot lintian rpm mandoc python3-jsonschema python3-yaml zsh
 )

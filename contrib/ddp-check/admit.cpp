@@ -1,9 +1,9 @@
 // Admission of hellos by rank 0: the step binding, the credential, the refusal messages.
-#include "admit.hpp"
+#include "ddp-check/admit.hpp"
 
 #include <string>
 
-#include "text.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::check {
 namespace {

@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "hello.hpp"
-#include "options.hpp"
-#include "result.hpp"
+#include "ddp-check/hello.hpp"
+#include "ddp-check/options.hpp"
+#include "libddp/util/result.hpp"
 
 namespace ddp::check {
 

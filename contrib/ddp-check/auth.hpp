@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "admit.hpp"
-#include "result.hpp"
+#include "ddp-check/admit.hpp"
+#include "libddp/util/result.hpp"
 
 namespace ddp::check::munge {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "auth.hpp"
+#include "ddp-check/auth.hpp"
 
 namespace ddp::check::munge {
 namespace {

@@ -1,5 +1,5 @@
 // nccl-tests' bandwidth arithmetic and hex coding.
-#include "bandwidth.hpp"
+#include "ddp-check/bandwidth.hpp"
 
 namespace ddp::check {
 

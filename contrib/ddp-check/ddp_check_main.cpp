@@ -12,18 +12,18 @@
 #include <string_view>
 #include <vector>
 
-#include "admit.hpp"
-#include "bandwidth.hpp"
-#include "hello.hpp"
-#include "interfaces.hpp"
-#include "nccl_phase.hpp"
-#include "options.hpp"
-#include "rules.hpp"
-#include "session.hpp"
-#include "system.hpp"
-#include "text.hpp"
-#include "topology.hpp"
-#include "verify.hpp"
+#include "ddp-check/admit.hpp"
+#include "ddp-check/bandwidth.hpp"
+#include "ddp-check/hello.hpp"
+#include "ddp-check/interfaces.hpp"
+#include "ddp-check/nccl_phase.hpp"
+#include "ddp-check/options.hpp"
+#include "ddp-check/session.hpp"
+#include "ddp-check/topology.hpp"
+#include "ddp-check/verify.hpp"
+#include "libddp/sys/system.hpp"
+#include "libddp/util/rules.hpp"
+#include "libddp/util/text.hpp"
 
 namespace {
 

@@ -1,13 +1,13 @@
 // The hello and verdict lines: `ddp-check/2 hello key=value ... cred=C` and
 // `ddp-check/2 ok|fail|nccl ...`.
-#include "hello.hpp"
+#include "ddp-check/hello.hpp"
 
 #include <algorithm>
 #include <iterator>
 #include <string>
 #include <vector>
 
-#include "text.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::check {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "result.hpp"
+#include "libddp/util/result.hpp"
 
 namespace ddp::check {
 

@@ -1,10 +1,10 @@
 // Interface kinds and the `auto` choice for NCCL_SOCKET_IFNAME.
-#include "interfaces.hpp"
+#include "ddp-check/interfaces.hpp"
 
 #include <algorithm>
 #include <array>
 
-#include "tuning.hpp"
+#include "libddp/core/tuning.hpp"
 
 namespace ddp::check {
 

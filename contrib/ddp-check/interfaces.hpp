@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "result.hpp"
+#include "libddp/util/result.hpp"
 
 namespace ddp::check {
 

@@ -1,5 +1,5 @@
 // NCCL all-reduce timing through the CUDA runtime API; no device code, so no nvcc needed.
-#include "nccl_phase.hpp"
+#include "ddp-check/nccl_phase.hpp"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "bandwidth.hpp"
+#include "ddp-check/bandwidth.hpp"
 
 namespace ddp::check {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "result.hpp"
+#include "libddp/util/result.hpp"
 
 namespace ddp::check {
 

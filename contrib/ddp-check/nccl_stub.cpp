@@ -1,5 +1,5 @@
 // Built without CUDA/NCCL: the NCCL phase is skipped with a reason, never silently.
-#include "nccl_phase.hpp"
+#include "ddp-check/nccl_phase.hpp"
 
 namespace ddp::check {
 

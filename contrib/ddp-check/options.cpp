@@ -1,13 +1,13 @@
 // Option and environment parsing for ddp-check.
-#include "options.hpp"
+#include "ddp-check/options.hpp"
 
 #include <charconv>
 #include <cmath>
 #include <string>
 #include <utility>
 
-#include "admit.hpp"
-#include "text.hpp"
+#include "ddp-check/admit.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::check {
 namespace {

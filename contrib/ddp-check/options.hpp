@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "hello.hpp"
-#include "result.hpp"
+#include "ddp-check/hello.hpp"
+#include "libddp/util/result.hpp"
 
 namespace ddp::check {
 

@@ -1,5 +1,5 @@
 // The poll() loop behind Session: nonblocking connect with backoff, accept, bounded lines.
-#include "session.hpp"
+#include "ddp-check/session.hpp"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -17,10 +17,10 @@
 #include <string>
 #include <utility>
 
-#include "admit.hpp"
-#include "auth.hpp"
-#include "interfaces.hpp"
-#include "system.hpp"
+#include "ddp-check/admit.hpp"
+#include "ddp-check/auth.hpp"
+#include "ddp-check/interfaces.hpp"
+#include "libddp/sys/system.hpp"
 
 namespace ddp::check {
 namespace {

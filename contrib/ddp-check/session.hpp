@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hello.hpp"
-#include "options.hpp"
+#include "ddp-check/hello.hpp"
+#include "ddp-check/options.hpp"
 
 namespace ddp::check {
 

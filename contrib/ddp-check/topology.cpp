@@ -1,5 +1,5 @@
 // hwloc walk: PCI devices that are GPUs, OS devices that are network interfaces, locality.
-#include "topology.hpp"
+#include "ddp-check/topology.hpp"
 
 #include <hwloc.h>
 

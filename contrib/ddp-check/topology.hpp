@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "interfaces.hpp"
-#include "result.hpp"
+#include "ddp-check/interfaces.hpp"
+#include "libddp/util/result.hpp"
 
 namespace ddp::check {
 

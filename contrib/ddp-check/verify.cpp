@@ -1,5 +1,5 @@
 // verify_world(): the faults rank 0 can name from the hellos it received, and the table.
-#include "verify.hpp"
+#include "ddp-check/verify.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "text.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::check {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "hello.hpp"
-#include "text.hpp"
+#include "ddp-check/hello.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::check {
 

@@ -1,11 +1,11 @@
-#include "crash.hpp"
+#include "ddp-watch/crash.hpp"
 
 #include <algorithm>
 #include <array>
 #include <set>
 #include <utility>
 
-#include "text.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::watch {
 namespace {

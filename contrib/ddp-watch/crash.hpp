@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "output.hpp"
+#include "ddp-watch/output.hpp"
 
 namespace ddp::watch {
 

@@ -1,4 +1,4 @@
-#include "dump_node.hpp"
+#include "ddp-watch/dump_node.hpp"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -13,8 +13,8 @@
 #include <string_view>
 #include <thread>
 
-#include "dump_plan.hpp"
-#include "text.hpp"
+#include "ddp-watch/dump_plan.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::watch {
 namespace {

@@ -1,4 +1,4 @@
-#include "dump_plan.hpp"
+#include "ddp-watch/dump_plan.hpp"
 
 #include <algorithm>
 #include <cstdio>

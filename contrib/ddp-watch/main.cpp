@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "dump_node.hpp"
-#include "options.hpp"
-#include "supervise.hpp"
+#include "ddp-watch/dump_node.hpp"
+#include "ddp-watch/options.hpp"
+#include "ddp-watch/supervise.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

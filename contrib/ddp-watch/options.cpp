@@ -1,10 +1,10 @@
-#include "options.hpp"
+#include "ddp-watch/options.hpp"
 
 #include <array>
 #include <charconv>
 
-#include "seconds.hpp"
-#include "text.hpp"
+#include "libddp/util/seconds.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::watch {
 namespace {

@@ -1,8 +1,8 @@
-#include "output.hpp"
+#include "ddp-watch/output.hpp"
 
 #include <algorithm>
 
-#include "text.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::watch {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "text.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::watch {
 

@@ -1,10 +1,10 @@
-#include "report.hpp"
+#include "ddp-watch/report.hpp"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "verdict.hpp"
+#include "ddp-watch/verdict.hpp"
 
 namespace ddp::watch {
 namespace {

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "crash.hpp"
-#include "dump_plan.hpp"
-#include "output.hpp"
+#include "ddp-watch/crash.hpp"
+#include "ddp-watch/dump_plan.hpp"
+#include "ddp-watch/output.hpp"
 
 namespace ddp::watch {
 

@@ -1,4 +1,4 @@
-#include "slurm.hpp"
+#include "ddp-watch/slurm.hpp"
 
 #include <fcntl.h>
 #include <sys/wait.h>

@@ -1,7 +1,7 @@
 // crash_summary(): which ending came first and which followed from it.
 #include <algorithm>
 
-#include "crash.hpp"
+#include "ddp-watch/crash.hpp"
 
 namespace ddp::watch {
 namespace {

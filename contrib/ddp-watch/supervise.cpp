@@ -1,4 +1,4 @@
-#include "supervise.hpp"
+#include "ddp-watch/supervise.hpp"
 
 #include <poll.h>
 #include <sys/stat.h>
@@ -14,11 +14,11 @@
 #include <fstream>
 #include <set>
 
-#include "crash.hpp"
-#include "dump_plan.hpp"
-#include "hostlist.hpp"
-#include "report.hpp"
-#include "slurm.hpp"
+#include "ddp-watch/crash.hpp"
+#include "ddp-watch/dump_plan.hpp"
+#include "ddp-watch/report.hpp"
+#include "ddp-watch/slurm.hpp"
+#include "libddp/core/hostlist.hpp"
 
 namespace ddp::watch {
 namespace {

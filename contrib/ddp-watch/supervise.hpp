@@ -1,7 +1,7 @@
 // The watch loop: runs the command, forwards its output, sees progress, acts on a stall.
 #pragma once
 
-#include "options.hpp"
+#include "ddp-watch/options.hpp"
 
 namespace ddp::watch {
 

@@ -1,4 +1,4 @@
-#include "traceback.hpp"
+#include "ddp-watch/traceback.hpp"
 
 #include <charconv>
 #include <map>

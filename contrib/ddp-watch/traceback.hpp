@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "output.hpp"
+#include "ddp-watch/output.hpp"
 
 namespace ddp::watch {
 

@@ -1,11 +1,11 @@
-#include "verdict.hpp"
+#include "ddp-watch/verdict.hpp"
 
 #include <algorithm>
 #include <array>
 #include <set>
 #include <string_view>
 
-#include "output.hpp"
+#include "ddp-watch/output.hpp"
 
 namespace ddp::watch {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "traceback.hpp"
+#include "ddp-watch/traceback.hpp"
 
 namespace ddp::watch {
 

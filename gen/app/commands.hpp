@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "../core/cluster.hpp"
-#include "../core/model.hpp"
-#include "../core/schema.hpp"
+#include "gen/core/cluster.hpp"
+#include "gen/core/model.hpp"
+#include "gen/core/schema.hpp"
 
 namespace ddpgen::app {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "../core/model.hpp"  // ddpgen::Result, the project's ddp::Result
+#include "gen/core/model.hpp"  // ddpgen::Result, the project's ddp::Result
 
 namespace ddpgen::app {
 

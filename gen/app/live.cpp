@@ -11,7 +11,7 @@
 #include <iostream>
 #include <string_view>
 
-#include "commands.hpp"
+#include "gen/app/commands.hpp"
 
 extern char** environ;
 

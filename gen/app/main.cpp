@@ -5,15 +5,15 @@
 #include <optional>
 #include <stdexcept>
 
-#include "../core/job.hpp"
-#include "../core/plan.hpp"
-#include "../core/render.hpp"
-#include "../core/shell.hpp"
-#include "commands.hpp"
-#include "files.hpp"
-#include "paths.hpp"
-#include "profile_store.hpp"
-#include "text.hpp"
+#include "gen/app/commands.hpp"
+#include "gen/app/files.hpp"
+#include "gen/app/paths.hpp"
+#include "gen/app/profile_store.hpp"
+#include "gen/core/job.hpp"
+#include "gen/core/plan.hpp"
+#include "gen/core/render.hpp"
+#include "gen/core/shell.hpp"
+#include "libddp/util/text.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "paths.hpp"
+#include "gen/app/paths.hpp"
 
 #include <cstdlib>
 #include <filesystem>

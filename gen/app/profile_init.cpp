@@ -1,8 +1,8 @@
 // ddpgen profile init: a draft profile from the live cluster.
 #include <iostream>
 
-#include "commands.hpp"
-#include "files.hpp"
+#include "gen/app/commands.hpp"
+#include "gen/app/files.hpp"
 
 namespace ddpgen::app {
 

@@ -1,11 +1,11 @@
-#include "profile_store.hpp"
+#include "gen/app/profile_store.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 
-#include "../core/profile.hpp"
-#include "files.hpp"
+#include "gen/app/files.hpp"
+#include "gen/core/profile.hpp"
 
 namespace ddpgen::app {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "../core/model.hpp"
+#include "gen/core/model.hpp"
 
 namespace ddpgen::app {
 

@@ -1,7 +1,7 @@
 // ddpgen schema job|profile [--keys].
 #include <iostream>
 
-#include "commands.hpp"
+#include "gen/app/commands.hpp"
 
 namespace ddpgen::app {
 

@@ -1,11 +1,11 @@
-#include "cluster.hpp"
+#include "gen/core/cluster.hpp"
 
 #include <algorithm>
 #include <map>
 #include <sstream>
 
-#include "duration.hpp"
-#include "text.hpp"
+#include "gen/core/duration.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model.hpp"
+#include "gen/core/model.hpp"
 
 namespace ddpgen {
 

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <set>
 
-#include "cluster.hpp"
-#include "duration.hpp"
+#include "gen/core/cluster.hpp"
+#include "gen/core/duration.hpp"
 
 namespace ddpgen {
 namespace {

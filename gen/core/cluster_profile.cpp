@@ -4,8 +4,8 @@
 #include <set>
 #include <sstream>
 
-#include "cluster.hpp"
-#include "duration.hpp"
+#include "gen/core/cluster.hpp"
+#include "gen/core/duration.hpp"
 
 namespace ddpgen {
 namespace {

@@ -1,4 +1,4 @@
-#include "duration.hpp"
+#include "gen/core/duration.hpp"
 
 #include <cstdio>
 #include <vector>

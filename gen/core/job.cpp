@@ -1,9 +1,9 @@
-#include "job.hpp"
+#include "gen/core/job.hpp"
 
-#include "duration.hpp"
-#include "seconds.hpp"
-#include "shell.hpp"
-#include "yaml_strict.hpp"
+#include "gen/core/duration.hpp"
+#include "gen/core/shell.hpp"
+#include "gen/core/yaml_strict.hpp"
+#include "libddp/util/seconds.hpp"
 
 namespace ddpgen {
 

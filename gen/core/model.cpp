@@ -1,4 +1,4 @@
-#include "model.hpp"
+#include "gen/core/model.hpp"
 
 namespace ddpgen {
 

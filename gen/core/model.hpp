@@ -7,12 +7,12 @@
 #include <utility>
 #include <vector>
 
-#include "result.hpp"
-#include "rules.hpp"
+#include "libddp/util/result.hpp"
+#include "libddp/util/rules.hpp"
 
 namespace ddpgen {
 
-// The project's one error vocabulary (spank/util/result.hpp), used here unqualified.
+// The project's one error vocabulary (contrib/libddp/util/result.hpp), used here unqualified.
 using ddp::Error;
 using ddp::Location;
 using ddp::Result;

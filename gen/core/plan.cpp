@@ -1,9 +1,9 @@
-#include "plan.hpp"
+#include "gen/core/plan.hpp"
 
 #include <algorithm>
 
-#include "duration.hpp"
-#include "shell.hpp"
+#include "gen/core/duration.hpp"
+#include "gen/core/shell.hpp"
 
 namespace ddpgen {
 namespace {

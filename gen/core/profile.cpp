@@ -1,11 +1,11 @@
-#include "profile.hpp"
+#include "gen/core/profile.hpp"
 
 #include <cctype>
 
-#include "duration.hpp"
-#include "rules.hpp"
-#include "shell.hpp"
-#include "yaml_strict.hpp"
+#include "gen/core/duration.hpp"
+#include "gen/core/shell.hpp"
+#include "gen/core/yaml_strict.hpp"
+#include "libddp/util/rules.hpp"
 
 namespace ddpgen {
 

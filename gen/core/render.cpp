@@ -1,8 +1,8 @@
-#include "render.hpp"
+#include "gen/core/render.hpp"
 
 #include <kainjow/mustache.hpp>
 
-#include "shell.hpp"
+#include "gen/core/shell.hpp"
 
 namespace ddpgen {
 namespace {

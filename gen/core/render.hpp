@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "plan.hpp"
+#include "gen/core/plan.hpp"
 
 namespace ddpgen {
 

@@ -1,10 +1,10 @@
-#include "schema.hpp"
+#include "gen/core/schema.hpp"
 
 #include <map>
 #include <set>
 
-#include "job.hpp"
-#include "profile.hpp"
+#include "gen/core/job.hpp"
+#include "gen/core/profile.hpp"
 
 namespace ddpgen {
 namespace {

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model.hpp"
+#include "gen/core/model.hpp"
 
 namespace ddpgen {
 

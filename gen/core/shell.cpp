@@ -1,4 +1,4 @@
-#include "shell.hpp"
+#include "gen/core/shell.hpp"
 
 #include <cstdio>
 

@@ -1,11 +1,11 @@
-#include "yaml_strict.hpp"
+#include "gen/core/yaml_strict.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <set>
 
-#include "shell.hpp"
-#include "text.hpp"
+#include "gen/core/shell.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 namespace {

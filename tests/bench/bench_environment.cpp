@@ -12,9 +12,9 @@
 
 #include <string>
 
-#include "environment.hpp"
-#include "hostlist.hpp"
-#include "port.hpp"
+#include "libddp/core/environment.hpp"
+#include "libddp/core/hostlist.hpp"
+#include "libddp/core/port.hpp"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/model.hpp"
-#include "core/plan.hpp"
-#include "core/render.hpp"
+#include "gen/core/model.hpp"
+#include "gen/core/plan.hpp"
+#include "gen/core/render.hpp"
 
 namespace ddpgen::fuzz {
 

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/job.hpp"
-#include "core/profile.hpp"
 #include "fuzz_common.hpp"
+#include "gen/core/job.hpp"
+#include "gen/core/profile.hpp"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/job.hpp"
-#include "core/profile.hpp"
 #include "fuzz_common.hpp"
+#include "gen/core/job.hpp"
+#include "gen/core/profile.hpp"
 
 namespace {
 

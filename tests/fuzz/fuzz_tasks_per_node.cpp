@@ -9,7 +9,7 @@
 #include <numeric>
 #include <string_view>
 
-#include "hostlist.hpp"
+#include "libddp/core/hostlist.hpp"
 
 namespace {
 

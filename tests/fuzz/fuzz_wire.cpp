@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "admit.hpp"
-#include "hello.hpp"
+#include "ddp-check/admit.hpp"
+#include "ddp-check/hello.hpp"
 
 namespace {
 

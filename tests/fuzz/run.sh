@@ -17,10 +17,10 @@ if ! command -v "$cxx" >/dev/null; then
   exit 77
 fi
 src=$root/contrib/ddp-check
-util=$root/spank/util
+util=$root/contrib/libddp/util
 
 flags=(-std=c++2b -g -O1 "-fsanitize=fuzzer,address,undefined" -fno-sanitize-recover=all
-       -I "$here/compat" -I "$src" -I "$util")
+       -I "$here/compat" -I "$root/contrib")
 if ! "$cxx" "${flags[@]}" "$here/fuzz_wire.cpp" "$src/hello.cpp" "$src/admit.cpp" \
   "$util/text.cpp" -o "$out/fuzz_wire" 2>"$out/build.log"; then
   if grep -q 'libclang_rt.fuzzer\|cannot find.*fuzzer' "$out/build.log"; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What contrib/package.sh built is what a site should get: lintian finds no errors in the
+# What contrib/packaging/package.sh built is what a site should get: lintian finds no errors in the
 # .debs (warnings are printed), each package holds exactly its node's files, the plugin
 # requires the Slurm release it was built for, and the plugstack snippet enables nothing.
 #   check-packages.sh OUTDIR REPO
@@ -12,8 +12,8 @@ shopt -s nullglob
 plugin_deb=("$out"/slurm-ddp-plugin_*.deb) gen_deb=("$out"/slurm-ddp-gen_*.deb)
 plugin_rpm=("$out"/slurm-ddp-plugin-*.rpm) gen_rpm=("$out"/slurm-ddp-gen-*.rpm)
 ((${#plugin_deb[@]} == 1 && ${#gen_deb[@]} == 1)) ||
-  { echo "SKIPPED: no packages in $out (run: bash contrib/package.sh $out)"; exit 77; }
-release=$(sh "$repo/contrib/slurm-release.sh") next=$(sh "$repo/contrib/slurm-release.sh" --next)
+  { echo "SKIPPED: no packages in $out (run: bash contrib/packaging/package.sh $out)"; exit 77; }
+release=$(sh "$repo/contrib/packaging/slurm-release.sh") next=$(sh "$repo/contrib/packaging/slurm-release.sh" --next)
 
 # contains LISTING PATH...: each PATH is a line of LISTING
 contains() {

@@ -8,7 +8,7 @@ set -uo pipefail
 out=$1 repo=$2
 shopt -s nullglob
 debs=("$out"/slurm-ddp-plugin_*.deb "$out"/slurm-ddp-gen_*.deb)
-((${#debs[@]} == 2)) || { echo "SKIPPED: no .deb packages in $out (bash contrib/package.sh $out)"; exit 77; }
+((${#debs[@]} == 2)) || { echo "SKIPPED: no .deb packages in $out (bash contrib/packaging/package.sh $out)"; exit 77; }
 [[ $(id -u) -eq 0 ]] || { echo "SKIPPED: installing packages needs root"; exit 77; }
 for pkg in slurm-ddp-plugin slurm-ddp-gen; do
   if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then

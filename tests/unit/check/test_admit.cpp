@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "admit.hpp"
+#include "ddp-check/admit.hpp"
 
 namespace ddp::check {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "hello.hpp"
+#include "ddp-check/hello.hpp"
 
 namespace ddp::check {
 namespace {

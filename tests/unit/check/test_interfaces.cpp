@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "interfaces.hpp"
-#include "rules.hpp"
+#include "ddp-check/interfaces.hpp"
+#include "libddp/util/rules.hpp"
 
 namespace ddp::check {
 namespace {

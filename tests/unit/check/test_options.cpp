@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "options.hpp"
+#include "ddp-check/options.hpp"
 
 namespace ddp::check {
 namespace {

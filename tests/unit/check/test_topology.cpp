@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "topology.hpp"
+#include "ddp-check/topology.hpp"
 
 namespace ddp::check {
 namespace {

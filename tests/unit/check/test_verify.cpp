@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "verify.hpp"
+#include "ddp-check/verify.hpp"
 
 namespace ddp::check {
 namespace {

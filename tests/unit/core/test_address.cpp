@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "address.hpp"
+#include "libddp/core/address.hpp"
 
 namespace ddp {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "libddp/core/config.hpp"
 
 namespace ddp {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "envfile.hpp"
+#include "libddp/core/envfile.hpp"
 
 namespace ddp {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "environment.hpp"
-#include "port.hpp"
+#include "libddp/core/environment.hpp"
+#include "libddp/core/port.hpp"
 
 namespace ddp {
 namespace {

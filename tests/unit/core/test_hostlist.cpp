@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "hostlist.hpp"
+#include "libddp/core/hostlist.hpp"
 
 namespace ddp {
 namespace {

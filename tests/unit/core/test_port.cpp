@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "port.hpp"
+#include "libddp/core/port.hpp"
 
 namespace ddp {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "environment.hpp"
-#include "port.hpp"
+#include "libddp/core/environment.hpp"
+#include "libddp/core/port.hpp"
 
 namespace ddp {
 namespace {

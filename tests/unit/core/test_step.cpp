@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "step.hpp"
+#include "libddp/core/step.hpp"
 
 namespace ddp {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "tuning.hpp"
+#include "libddp/core/tuning.hpp"
 
 namespace ddp {
 namespace {

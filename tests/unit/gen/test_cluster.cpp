@@ -2,8 +2,8 @@
 // strict reader accepts, and the differences between a profile and a cluster.
 #include <gtest/gtest.h>
 
-#include "core/cluster.hpp"
-#include "core/profile.hpp"
+#include "gen/core/cluster.hpp"
+#include "gen/core/profile.hpp"
 
 namespace ddpgen {
 namespace {

@@ -4,11 +4,11 @@
 
 #include <string>
 
-#include "core/duration.hpp"
-#include "core/job.hpp"
-#include "core/plan.hpp"
-#include "core/profile.hpp"
-#include "core/shell.hpp"
+#include "gen/core/duration.hpp"
+#include "gen/core/job.hpp"
+#include "gen/core/plan.hpp"
+#include "gen/core/profile.hpp"
+#include "gen/core/shell.hpp"
 
 namespace ddpgen {
 namespace {

@@ -2,9 +2,9 @@
 // property, and nothing else is.
 #include <gtest/gtest.h>
 
-#include "core/job.hpp"
-#include "core/profile.hpp"
-#include "core/schema.hpp"
+#include "gen/core/job.hpp"
+#include "gen/core/profile.hpp"
+#include "gen/core/schema.hpp"
 
 namespace ddpgen {
 namespace {

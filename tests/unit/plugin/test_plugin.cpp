@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "fake_slurm.hpp"
-#include "port.hpp"
-#include "rules.hpp"
-#include "system.hpp"
+#include "libddp/core/port.hpp"
+#include "libddp/sys/system.hpp"
+#include "libddp/util/rules.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // ddp::parse_seconds: the durations ddp-watch's options and ddpgen's watchdog key accept.
 #include <gtest/gtest.h>
 
-#include "seconds.hpp"
+#include "libddp/util/seconds.hpp"
 
 TEST(Seconds, ParsesWhatPeopleWrite) {
   struct Case {

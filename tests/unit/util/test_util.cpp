@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "result.hpp"
-#include "rules.hpp"
-#include "text.hpp"
+#include "libddp/util/result.hpp"
+#include "libddp/util/rules.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "output.hpp"
+#include "ddp-watch/output.hpp"
 
 namespace fixtures {
 

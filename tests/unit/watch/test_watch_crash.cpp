@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "crash.hpp"
+#include "ddp-watch/crash.hpp"
 #include "fixtures.hpp"
 
 using namespace ddp::watch;

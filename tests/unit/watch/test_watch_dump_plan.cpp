@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "dump_plan.hpp"
+#include "ddp-watch/dump_plan.hpp"
 
 using namespace ddp::watch;
 

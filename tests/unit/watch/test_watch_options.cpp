@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "options.hpp"
+#include "ddp-watch/options.hpp"
 
 using namespace ddp::watch;
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "output.hpp"
+#include "ddp-watch/output.hpp"
 
 using namespace ddp::watch;
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "ddp-watch/traceback.hpp"
 #include "fixtures.hpp"
-#include "traceback.hpp"
 
 using namespace ddp::watch;
 

@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "crash.hpp"
+#include "ddp-watch/crash.hpp"
+#include "ddp-watch/report.hpp"
+#include "ddp-watch/verdict.hpp"
 #include "fixtures.hpp"
-#include "report.hpp"
-#include "verdict.hpp"
 
 using namespace ddp::watch;
 
