@@ -83,7 +83,18 @@ std::vector<Suspect> crash_suspects(const CrashFacts& facts) {
   return out;
 }
 
-std::vector<Suspect> node_failure_suspects(std::string_view text) {
+std::vector<Suspect> srun_suspects(std::string_view text) {
+  if (!text.starts_with("srun: error: ")) return {};
+  const std::string evidence = "srun: " + std::string(text::trim(text.substr(13)));
+  constexpr std::string_view k_launch = " failed on node ";
+  if (text.find("Task launch for ") != std::string_view::npos) {
+    const std::size_t at = text.find(k_launch);
+    if (at == std::string_view::npos) return {};
+    std::string_view node = text.substr(at + k_launch.size());
+    node = node.substr(0, node.find(':'));
+    if (node.empty() || node.find(' ') != std::string_view::npos) return {};
+    return {{std::string(node), Fault::unreachable, evidence, ""}};
+  }
   constexpr std::string_view k_marker = "Node failure on ";
   const std::size_t at = text.find(k_marker);
   if (at == std::string_view::npos) return {};
@@ -93,9 +104,8 @@ std::vector<Suspect> node_failure_suspects(std::string_view text) {
   // A list longer than any step's is not srun's: nothing is expanded.
   if (!hosts || hosts->size() > 100'000) return {};
   std::vector<Suspect> out;
-  for (const std::string& node : hosts->expand()) {
-    add(out, {node, Fault::node_failure, "srun: " + std::string(text::trim(text)), ""});
-  }
+  for (const std::string& node : hosts->expand())
+    add(out, {node, Fault::node_failure, evidence, ""});
   return out;
 }
 

@@ -21,7 +21,9 @@ std::vector<Suspect> stall_suspects(const std::vector<Process>& processes,
 // The nodes whose ranks died of a hardware-class signal (SIGBUS) first, not as collateral.
 std::vector<Suspect> crash_suspects(const CrashFacts& facts);
 
-// The nodes of srun's "srun: error: Node failure on node03" (a hostlist), none for other text.
-std::vector<Suspect> node_failure_suspects(std::string_view text);
+// The nodes srun names in "srun: error: Node failure on node[02-03]" (node-failure) and
+// "srun: error: Task launch for StepId=7.0 failed on node node03: Communication connection
+// failure" (unreachable: its slurmstepd could not reach srun); none for other text.
+std::vector<Suspect> srun_suspects(std::string_view text);
 
 }  // namespace ddp::watch

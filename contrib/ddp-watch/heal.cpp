@@ -184,4 +184,16 @@ std::string merged_exclusion(std::string_view current, const std::vector<std::st
   return out;
 }
 
+std::string exclusion_field(std::string_view show_job) {
+  constexpr std::string_view k_key = "ExcNodeList=";
+  for (std::size_t at = show_job.find(k_key); at != std::string_view::npos;
+       at = show_job.find(k_key, at + 1)) {
+    // A whole field: at the start or after a blank (not "ReqExcNodeList=" or the like).
+    if (at > 0 && show_job[at - 1] != ' ' && show_job[at - 1] != '\n') continue;
+    std::string_view value = show_job.substr(at + k_key.size());
+    return std::string(value.substr(0, value.find_first_of(" \n")));
+  }
+  return "";
+}
+
 }  // namespace ddp::watch

@@ -71,4 +71,7 @@ std::string excluded_summary(const HealRecord& record);
 // show job printed: "(null)" or empty for none.
 std::string merged_exclusion(std::string_view current, const std::vector<std::string>& add);
 
+// The ExcNodeList= field of `scontrol show job -o` output ("" when absent).
+std::string exclusion_field(std::string_view show_job);
+
 }  // namespace ddp::watch

@@ -77,13 +77,28 @@ TEST(WatchEvidence, CrashNamesSigbusNotTheProgramsOwnDeaths) {
   EXPECT_TRUE(crash_suspects(plain.facts()).empty());
 }
 
-TEST(WatchEvidence, NodeFailureLine) {
-  auto s = node_failure_suspects("srun: error: Node failure on node[02-03]");
+TEST(WatchEvidence, SrunNamesTheNode) {
+  auto s = srun_suspects("srun: error: Node failure on node[02-03]");
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].node, "node02");
   EXPECT_EQ(s[1].node, "node03");
   EXPECT_EQ(s[1].fault, ddp::Fault::node_failure);
-  EXPECT_EQ(s[1].evidence, "srun: srun: error: Node failure on node[02-03]");
-  EXPECT_TRUE(node_failure_suspects("srun: error: node02: task 1: Killed").empty());
-  EXPECT_TRUE(node_failure_suspects("srun: error: Node failure on [").empty());
+  EXPECT_EQ(s[1].evidence, "srun: Node failure on node[02-03]");
+  // Recorded on the embedded cluster with the route from node03 to the head blackholed.
+  auto launch = srun_suspects(
+      "srun: error: Task launch for StepId=3.0 failed on node node03: Communication connection "
+      "failure");
+  ASSERT_EQ(launch.size(), 1u);
+  EXPECT_EQ(launch[0].node, "node03");
+  EXPECT_EQ(launch[0].fault, ddp::Fault::unreachable);
+  EXPECT_EQ(launch[0].evidence,
+            "srun: Task launch for StepId=3.0 failed on node node03: Communication connection "
+            "failure");
+  for (const char* other :
+       {"srun: error: node02: task 1: Killed", "srun: error: Node failure on [",
+        "srun: error: Application launch failed: Communication connection failure",
+        "3: srun: error: Node failure on node01",
+        "srun: error: Task launch for StepId=3.0 failed"}) {
+    EXPECT_TRUE(srun_suspects(other).empty()) << other;
+  }
 }

@@ -201,3 +201,12 @@ TEST(WatchHeal, MergesTheExcludedList) {
             "node[05-06],node02,node03");
   EXPECT_EQ(merged_exclusion("node01", {}), "node01");
 }
+
+TEST(WatchHeal, ReadsTheExcludedListOfScontrol) {
+  EXPECT_EQ(exclusion_field("JobId=7 JobName=x ReqNodeList=(null) ExcNodeList=node[01-02] "
+                            "NodeList=node03\n"),
+            "node[01-02]");
+  EXPECT_EQ(exclusion_field("JobId=7 ExcNodeList=(null)\n"), "(null)");
+  EXPECT_EQ(exclusion_field("JobId=7 XExcNodeList=a"), "");
+  EXPECT_EQ(exclusion_field(""), "");
+}
