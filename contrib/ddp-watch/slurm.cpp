@@ -45,6 +45,12 @@ bool run_command(const std::vector<std::string>& argv, std::chrono::seconds dead
   return ran && ran->status == 0;
 }
 
+std::string capture(const std::vector<std::string>& argv) {
+  auto ran = ddp::sys::run(argv);
+  if (!ran) say(ran.error().message);
+  return ran && ran->status == 0 ? ran->out : "";
+}
+
 bool signal_step(const std::string& step, const std::string& signal) {
   return run_command({"scancel", "--signal=" + signal, step}, k_client_deadline);
 }

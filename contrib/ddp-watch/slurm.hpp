@@ -15,7 +15,12 @@ std::vector<StepRow> running_steps(const std::string& job_id);
 
 // Runs argv, its output going where this process's goes, for at most `deadline`; whether it
 // exited 0. A failure to start or a passed deadline is said on stderr.
-bool run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline);
+bool run_command(const std::vector<std::string>& argv,
+                 std::chrono::seconds deadline = std::chrono::seconds(30));
+
+// Runs argv for at most 30 s and returns its standard output; "" when it cannot run, fails or
+// passes the deadline (said on stderr).
+std::string capture(const std::vector<std::string>& argv);
 
 // Sends `signal` (a name such as "ABRT", "KILL") to every task of `step` with scancel.
 // Returns whether scancel succeeded.
