@@ -11,6 +11,7 @@
 #
 # All jobs are submitted at once in setup_file; each test waits for its own and checks its log.
 # Needs the cluster (fixture), ddpgen and Debian's python3-torch (the torchrun cases).
+# DDP_CORPUS_KEEP=1 keeps the rendered scripts and the logs.
 
 bats_require_minimum_version 1.5.0
 load lib
@@ -27,18 +28,26 @@ k_cases=(
 setup_file() {
   CORPUS_WORK=$(mktemp -d /tmp/ddp-corpus.XXXXXX)
   export CORPUS_WORK CORPUS_START=$SECONDS
-  "$CLUSTER" status >/dev/null 2>&1 || return 0   # setup() says why
-  need_ddpgen_quietly || return 0
-  # Stand-ins for what the jobs activate: a script to source and virtualenvs, each of which
-  # says in the log that it was used.
-  local venv
-  printf 'echo "corpus: sourced the stand-in environment script" >&2\n' >"$CORPUS_WORK/env.sh"
-  for venv in venv venv-24.04; do
-    mkdir -p "$CORPUS_WORK/$venv/bin"
-    printf 'export VIRTUAL_ENV=%s\necho "corpus: activated the stand-in virtualenv $VIRTUAL_ENV" >&2\n' \
-      "$CORPUS_WORK/$venv" >"$CORPUS_WORK/$venv/bin/activate"
-  done
-  mkdir -p "$CORPUS_WORK/nanotron"
+  # The prerequisites are looked at once, here (importing torch takes seconds); each test skips
+  # or fails with the reason found.
+  local why
+  if ! why=$("$CLUSTER" check 2>&1); then
+    echo "cluster prerequisite missing: $why" >"$CORPUS_WORK/skip"
+    return 0
+  fi
+  if ! "$CLUSTER" status >/dev/null 2>&1; then
+    echo "the embedded cluster is not up: start it with $CLUSTER up" >"$CORPUS_WORK/down"
+    return 0
+  fi
+  if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "Debian's python3-torch is not installed (bash contrib/install-deps.sh)" >"$CORPUS_WORK/skip"
+    return 0
+  fi
+  if ! find_ddpgen; then
+    echo "ddpgen not built (cmake --build build) and not on PATH; or set DDPGEN" >"$CORPUS_WORK/skip"
+    return 0
+  fi
+  make_stand_ins
   local name
   for name in "${k_cases[@]}"; do submit_case "$name"; done
 }
@@ -49,17 +58,29 @@ teardown_file() {
 }
 
 setup() {
-  skip_unless_cluster
-  need_torch
-  need_ddpgen
   work=$CORPUS_WORK
+  if [[ -f $work/skip ]]; then skip "$(<"$work/skip")"; fi
+  if [[ -f $work/down ]]; then cat "$work/down" >&2; return 1; fi
 }
 
-# need_ddpgen without skipping (setup_file runs before any test can skip).
-need_ddpgen_quietly() {
-  [[ -n ${DDPGEN:-} ]] && return 0
-  [[ -x $REPO/build/gen/ddpgen ]] && DDPGEN=$REPO/build/gen/ddpgen && return 0
+# Sets DDPGEN as need_ddpgen does, without skipping (setup_file runs before any test).
+find_ddpgen() {
+  if [[ -n ${DDPGEN:-} ]]; then [[ -x $DDPGEN ]]; return; fi
+  if [[ -x $REPO/build/gen/ddpgen ]]; then DDPGEN=$REPO/build/gen/ddpgen; return 0; fi
   DDPGEN=$(command -v ddpgen)
+}
+
+# Stand-ins for what the jobs activate: a script to source and virtualenvs, each of which says
+# in the log that it was used; the directory the Nanotron job enters.
+make_stand_ins() {
+  local venv
+  printf 'echo "corpus: sourced the stand-in environment script" >&2\n' >"$CORPUS_WORK/env.sh"
+  for venv in venv venv-24.04; do
+    mkdir -p "$CORPUS_WORK/$venv/bin"
+    printf 'export VIRTUAL_ENV=%s\necho "corpus: activated the stand-in virtualenv $VIRTUAL_ENV" >&2\n' \
+      "$CORPUS_WORK/$venv" >"$CORPUS_WORK/$venv/bin/activate"
+  done
+  mkdir -p "$CORPUS_WORK/nanotron"
 }
 
 # The case's profile fitted to the embedded cluster: its node and partitions replaced by the
@@ -81,7 +102,7 @@ cpus_per_gpu: 0
 mem_per_gpu_gb: 0
 account: {required: false}
 partitions:
-  - {name: debug, max_nodes: 3, max_time: "1:00:00"$site_chooses}
+  - {name: debug, max_nodes: 3, max_time: "3-00:00:00"$site_chooses}
 EOF
 }
 
@@ -128,8 +149,8 @@ check_case() {
   id=$(<"$work/$name.id")
   echo "job $id: $work/$name.sbatch"
   wait_job "$id" 240 || { cat "$work/$name-$id.out" >&2; return 1; }
-  # Without torchrun's "[defaultN]:" and srun --label's "N: " in front of the lines.
-  log=$(sed -E -e 's/^\[default[0-9]+\]://' -e 's/^ *[0-9]+: //' "$work/$name-$id.out")
+  # Without srun --label's "N: " and torchrun's "[defaultN]:" in front of the lines.
+  log=$(sed -E -e 's/^ *[0-9]+: //' -e 's/^\[default[0-9]+\]://' "$work/$name-$id.out")
   echo "$log"
   grep -qE '^corpus-check world 4 ok master [^ ]+:[0-9]+ hosts node0[1-3],node0[1-3]$' <<<"$log"
   [ "$(grep -oE '^corpus-check rank [0-3] of 4 ok$' <<<"$log" | sort -u | wc -l)" -eq 4 ]
