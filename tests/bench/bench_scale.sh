@@ -72,7 +72,7 @@ print(sum(int(f[1]) * 1024 for f in fields if f[0] in ("Private_Dirty:", "Privat
 # machine's other work); else prints why not.
 allreduce_fits() {
   local n=$1 avail
-  avail=$(awk '/MemAvailable/ { print $2 * 1024 }' /proc/meminfo)
+  avail=$(awk '/MemAvailable/ { printf "%.0f", $2 * 1024 }' /proc/meminfo)
   if ((n * rank_bytes > avail / 2)); then
     echo "$n ranks x $((rank_bytes / 1048576)) MiB = $((n * rank_bytes / 1073741824)) GiB > half of the $((avail / 1073741824)) GiB available"
   fi
