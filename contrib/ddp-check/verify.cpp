@@ -23,10 +23,6 @@ std::string world_noun(Scope scope) {
   return scope == Scope::ranks ? "WORLD_SIZE" : "NNODES";
 }
 
-std::string plural(std::size_t n, std::string_view one, std::string_view many) {
-  return std::string(n == 1 ? one : many);
-}
-
 // A node as the hellos describe it: NODE_RANK when the environment gives one, else the host.
 struct NodeKey {
   std::uint32_t node_rank = k_no_node;
@@ -74,11 +70,11 @@ std::string disagreement(const std::vector<const Hello*>& members, Get get, Scop
       ranks.push_back(h->rank);
       hosts.insert(h->host);
     }
-    std::string part = noun + (ranks.size() == 1 ? " " : "s ") + format_ranges(ranks);
+    std::string part = text::noun(ranks.size(), noun) + " " + format_ranges(ranks);
     if (hosts.size() <= 3) {
-      part += " (" + text::join(std::vector<std::string>(hosts.begin(), hosts.end()), ", ") + ")";
+      part += " (" + text::join(hosts, ", ") + ")";
     }
-    part += (who.size() == 1 ? " says " : " say ") + std::to_string(value);
+    part += " " + text::noun(who.size(), "says", "say") + " " + std::to_string(value);
     parts.push_back(part);
   }
   return text::join(parts, ", ");
@@ -108,10 +104,6 @@ struct World {
   std::map<NodeKey, NodeView> nodes;
 };
 
-std::string joined(const std::set<std::string>& items, std::string_view sep = ", ") {
-  return text::join(std::vector<std::string>(items.begin(), items.end()), sep);
-}
-
 // 1. Sizes every process must agree on. Rank 0's own view joins the vote.
 void check_sizes(const World& w, std::vector<std::string>& faults) {
   std::vector<const Hello*> voters = w.all;
@@ -140,7 +132,7 @@ void check_ranks(const World& w, std::vector<std::string>& faults) {
     if (rank < w.world) continue;
     std::set<std::string> hosts;
     for (const Hello* h : who) hosts.insert(h->host);
-    faults.push_back(w.rank_word + " " + std::to_string(rank) + " from " + joined(hosts) +
+    faults.push_back(w.rank_word + " " + std::to_string(rank) + " from " + text::join(hosts, ", ") +
                      " is out of range for " + w.world_word + "=" + std::to_string(w.world));
   }
   for (const auto& [rank, who] : w.by_rank) {
@@ -212,7 +204,7 @@ std::vector<std::uint32_t> check_missing(const World& w, std::vector<std::string
     if (!w.nodes.contains(NodeKey{n, {}})) silent.push_back(n);
   }
   if (!silent.empty()) {
-    where.push_back(plural(silent.size(), "node ", "nodes ") + format_ranges(silent) +
+    where.push_back(text::noun(silent.size(), "node") + " " + format_ranges(silent) +
                     " sent no rank at all");
   }
   if (!where.empty()) text += ": " + text::join(where, "; ");
@@ -230,11 +222,11 @@ void check_nodes(const World& w, std::vector<std::string>& faults) {
     if (key.node_rank == k_no_node) continue;
     if (view.hosts.size() > 1) {
       faults.push_back("NODE_RANK " + std::to_string(key.node_rank) + " claimed by hosts " +
-                       joined(view.hosts));
+                       text::join(view.hosts, ", "));
     }
     if (w.expected.nnodes && key.node_rank >= *w.expected.nnodes) {
       faults.push_back("NODE_RANK " + std::to_string(key.node_rank) + " from " +
-                       joined(view.hosts) +
+                       text::join(view.hosts, ", ") +
                        " is out of range for NNODES=" + std::to_string(*w.expected.nnodes));
     }
   }
@@ -349,8 +341,8 @@ std::vector<std::string> table_row(const NodeKey& key, const NodeView& view, Sco
     addrs.insert(h->address);
   }
   std::string node = key.node_rank == k_no_node ? "?" : std::to_string(key.node_rank);
-  return {node,           joined(view.hosts, ","), format_ranges(ranks), format_ranges(locals),
-          gpu_cell(view), joined(ifaces, ","),     joined(addrs, ",")};
+  return {node,           text::join(view.hosts, ","), format_ranges(ranks),  format_ranges(locals),
+          gpu_cell(view), text::join(ifaces, ","),     text::join(addrs, ",")};
 }
 
 }  // namespace
