@@ -16,6 +16,8 @@
 
 #include "ddp-watch/crash.hpp"
 #include "ddp-watch/dump_plan.hpp"
+#include "ddp-watch/evidence.hpp"
+#include "ddp-watch/heal_run.hpp"
 #include "ddp-watch/report.hpp"
 #include "ddp-watch/slurm.hpp"
 #include "libddp/core/hostlist.hpp"
@@ -58,6 +60,9 @@ class Watch {
     keep_labels_ = std::getenv("SLURM_LABELIO") != nullptr || o.keep_labels;
     torchrun_ = launches_torchrun(o.command);
     reader_.set_task_is_rank(!torchrun_);
+    preflight_ = std::any_of(o.command.begin(), o.command.end(), [](const std::string& w) {
+      return w == "ddp-check" || w.ends_with("/ddp-check");
+    });
   }
   int run();
 
@@ -73,6 +78,7 @@ class Watch {
   void finish_stall();
   int report(int status);
   void requeue();
+  void gather_suspects(const std::string& text);
 
   const Options& o_;
   std::string job_;
@@ -92,7 +98,17 @@ class Watch {
   std::vector<Line> captured_;
   std::set<int> tasks_;
   CrashReader reader_;
+  // --heal: the nodes named so far. Suspect lines count only from ddp-check, the preflight:
+  // a training program's own output must not exclude nodes.
+  bool preflight_ = false;
+  std::vector<Suspect> suspects_;
 };
+
+void Watch::gather_suspects(const std::string& text) {
+  if (o_.heal.empty()) return;
+  if (auto s = preflight_ ? ddp::parse_suspect_line(text) : std::nullopt) suspects_.push_back(*s);
+  for (Suspect& s : srun_suspects(text)) suspects_.push_back(std::move(s));
+}
 
 void Watch::line(std::string_view raw, int out_fd) {
   Line l = labels_ ? split_label(raw) : Line{-1, std::string(raw)};
@@ -105,6 +121,7 @@ void Watch::line(std::string_view raw, int out_fd) {
     write_all(out_fd, "\n");
   }
   reader_.add(l);
+  gather_suspects(l.text);
   if (stalled_ && captured_.size() < 1'000'000) captured_.push_back(std::move(l));
   last_progress_ = Clock::now();
   progressed_ = true;
@@ -293,12 +310,17 @@ int Watch::report(int status) {
     say("stacks of " + std::to_string(r.dumps) + " process(es): " + path +
         (file ? "" : " (could not be written: check --stacks and the directory's permissions)"));
     if (o_.requeue_max >= 0) requeue();
+    suspects_.insert(suspects_.end(), r.suspects.begin(), r.suspects.end());
+    if (!o_.heal.empty()) heal_after(o_, true, suspects_);
     return k_exit_stall;
   }
   if (code != 0) {
     std::string summary = crash_summary(reader_.facts());
     if (!summary.empty()) say(summary);
+    for (Suspect& s : crash_suspects(reader_.facts())) suspects_.push_back(std::move(s));
   }
+  // A preflight that passed says nothing: the training step after it ends the job's output.
+  if (!o_.heal.empty() && (code != 0 || !preflight_)) heal_after(o_, code != 0, suspects_);
   return code;
 }
 
