@@ -97,6 +97,11 @@ std::string join(const Range& parts, std::string_view separator) {
   return out;
 }
 
+// join() of a braced list: join({a, b}, ", ").
+inline std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  return join<std::vector<std::string>>(parts, separator);
+}
+
 // `one` when n is 1, else `many` ("s" appended to `one` when `many` is empty): "node"/"nodes".
 std::string noun(std::uint64_t n, std::string_view one, std::string_view many = {});
 
