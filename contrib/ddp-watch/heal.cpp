@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "libddp/core/hostlist.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::watch {
@@ -30,7 +31,7 @@ std::vector<Suspect> distinct(const RunOutcome& outcome, std::vector<std::string
     seen.push_back(s.node);
     if (!outcome.nodes.empty() && !contains(outcome.nodes, s.node)) {
       log.push_back("ignoring " + text::quote(s.node) + ": not a node of this run (" +
-                    text::join(outcome.nodes, ",") + ")");
+                    format_hostlist(outcome.nodes) + ")");
       continue;
     }
     out.push_back(s);
@@ -153,7 +154,7 @@ HealDecision decide_heal(const HealRecord& record, const RunOutcome& outcome,
   d.log.push_back("requeueing: restart " + std::to_string(outcome.restarts + 1) + " of at most " +
                   std::to_string(policy.max_requeues) +
                   (d.exclude.empty() ? " on any nodes (heal.exclude is off)"
-                                     : " without " + text::join(d.exclude, ",")));
+                                     : " without " + format_hostlist(d.exclude)));
   return d;
 }
 

@@ -26,7 +26,7 @@ TEST(WatchVerdict, NamesTheRankThatIsElsewhere) {
       stall_report(fixtures::lines(out), ends_of(fixtures::k_stall_ends), {0, 1, 2, 3, 4, 5});
   EXPECT_EQ(r.verdict,
             "rank 4 on node03 at train.py:8 in load_batch; "
-            "ranks 0-3,5 on node01,node02,node03 wait in all_reduce at train.py:12 in <module>");
+            "ranks 0-3,5 on node[01-03] wait in all_reduce at train.py:12 in <module>");
   EXPECT_EQ(r.dumps, 6u);
   EXPECT_NE(r.stacks.find("=== task 4, rank 4, node node03, elsewhere ==="), std::string::npos);
   EXPECT_NE(r.stacks.find("  File \"/work/train.py\", line 8 in load_batch"), std::string::npos);
