@@ -140,9 +140,12 @@ HealDecision decide_heal(const HealRecord& record, const RunOutcome& outcome,
       d.log.push_back("named " + head);
       continue;
     }
-    d.log.push_back("excluding " + head);
+    // Named again although excluded before: that exclusion did not take; it is asked again.
+    const bool again = std::any_of(record.excluded.begin(), record.excluded.end(),
+                                   [&](const Exclusion& e) { return e.suspect.node == s.node; });
+    d.log.push_back((again ? "excluding again " : "excluding ") + head);
     d.exclude.push_back(s.node);
-    d.record.excluded.push_back({outcome.restarts, s});
+    if (!again) d.record.excluded.push_back({outcome.restarts, s});
   }
   if (!requeue) {
     d.action = HealAction::fail;

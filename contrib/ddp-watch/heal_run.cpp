@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "ddp-watch/heal.hpp"
 #include "ddp-watch/slurm.hpp"
@@ -61,21 +64,27 @@ std::vector<std::string> job_nodes() {
 
 // Requeues `job`, then widens its excluded list. Slurm takes ExcNodeList only from a job that
 // is no longer running, which a requeued job is at once (COMPLETING, then PENDING): the
-// update follows the requeue, while this process still has KillWait seconds.
+// update follows the requeue. Ending the job sends SIGTERM to every process of it, scontrol
+// included, and SIGKILL KillWait seconds later: SIGTERM is ignored from here on (children
+// inherit that), which leaves those seconds for the update.
 bool requeue_without(const std::string& job, const std::vector<std::string>& exclude) {
+  std::signal(SIGTERM, SIG_IGN);
   if (!run_command({"scontrol", "requeue", job})) {
     say("scontrol requeue " + job + " failed: the job ends here (is it requeueable?)");
     return false;
   }
   if (exclude.empty()) return true;
-  const std::string list =
-      merged_exclusion(exclusion_field(capture({"scontrol", "show", "job", "-o", job})), exclude);
-  if (!run_command({"scontrol", "update", "JobId=" + job, "ExcNodeList=" + list})) {
-    say("scontrol update JobId=" + job + " ExcNodeList=" + list +
-        " failed: the next run may land on the same nodes");
-  } else {
-    say("job " + job + " excludes " + list);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const std::string list =
+        merged_exclusion(exclusion_field(capture({"scontrol", "show", "job", "-o", job})), exclude);
+    if (run_command({"scontrol", "update", "JobId=" + job, "ExcNodeList=" + list})) {
+      say("job " + job + " excludes " + list);
+      return true;
+    }
   }
+  say("scontrol update JobId=" + job + " ExcNodeList=... failed 3 times: the next run may land " +
+      "on the same nodes");
   return true;
 }
 

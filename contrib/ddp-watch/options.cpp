@@ -30,6 +30,22 @@ bool is(const std::string& arg, std::string_view name) {
          (arg.starts_with(name) && arg.size() > name.size() && arg[name.size()] == '=');
 }
 
+// The options as a whole: what is required, what conflicts, the defaults that follow others.
+Result<Options> completed(Options o) {
+  if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty()) return o;
+  if (o.timeout_s == 0) return fail("ddp-watch: --timeout is required (for example --timeout 10m)");
+  if (o.startup_s == 0) o.startup_s = o.timeout_s;
+  if (!o.heal.empty() && o.requeue_max >= 0) {
+    return fail(
+        "ddp-watch: --heal and --requeue-stalled both requeue: give one (--heal-max N "
+        "caps the requeues of --heal)");
+  }
+  if (o.command.empty()) {
+    return fail("ddp-watch: no command to watch (ddp-watch --timeout 10m -- srun python train.py)");
+  }
+  return o;
+}
+
 }  // namespace
 
 Result<Options> parse_options(const std::vector<std::string>& args) {
@@ -82,18 +98,7 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     }
   }
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty()) return o;
-  if (o.timeout_s == 0) return fail("ddp-watch: --timeout is required (for example --timeout 10m)");
-  if (o.startup_s == 0) o.startup_s = o.timeout_s;
-  if (!o.heal.empty() && o.requeue_max >= 0) {
-    return fail(
-        "ddp-watch: --heal and --requeue-stalled both requeue: give one (--heal-max N "
-        "caps the requeues of --heal)");
-  }
-  if (o.command.empty()) {
-    return fail("ddp-watch: no command to watch (ddp-watch --timeout 10m -- srun python train.py)");
-  }
-  return o;
+  return completed(std::move(o));
 }
 
 RequeueDecision decide_requeue(const std::string& job_id, const std::string& restart_count,

@@ -117,7 +117,9 @@ noplugin() {
   ((m >= 2)) || return 0
   rm -rf "$dir" && mkdir -p "$dir"
   second=$(printf 'node%0*d' "$(( ${#n} < 2 ? 2 : ${#n} ))" 2)
-  printf 'extends: %s\nddp_plugin: false\n' "$root/site-profiles/local.yaml" >"$dir/noplugin.yaml"
+  # The local profile, without the plugin and with a partition as large as the cluster.
+  printf 'extends: %s\nddp_plugin: false\npartitions:\n  - name: debug\n    max_nodes: %d\n    max_time: "1:00:00"\n' \
+    "$root/site-profiles/local.yaml" "$n" >"$dir/noplugin.yaml"
   printf 'import os, socket\nprint("task", os.environ["RANK"], socket.gethostname(), os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], os.environ["SLURM_JOB_NODELIST"], flush=True)\n' >"$dir/probe.py"
   printf 'name: probe\nnodes: %d\nprocs_per_node: 1\ntime: "00:05:00"\nlauncher: srun\nscript: %s\noutput: %s\n' \
     "$m" "$dir/probe.py" "$dir/job.out" >"$dir/job.yaml"
@@ -135,8 +137,8 @@ noplugin() {
 }
 
 one_size() {
-  local n=$1 pairs=9 t0
-  ((n >= 64)) && pairs=7
+  local n=$1 pairs=15 t0
+  ((n >= 64)) && pairs=9
   ((n >= 256)) && pairs=5
   record "load $n before $(load_now)"
   t0=$(date +%s%N)

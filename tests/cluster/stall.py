@@ -7,6 +7,7 @@ gradients), then an all_reduce of the loss. Rank 0 prints "step N time T" after 
 the wall clock (s since the epoch), so a test can tell when progress stopped.
   --hang-rank R   at --at-step, rank R blocks forever in load_batch; the others go on into
                   the gradient all-reduce and wait there
+  --hang-node N   at --at-step, every rank on Slurm node N (SLURMD_NODENAME) blocks likewise
   --die-rank R    at --at-step, rank R kills itself with SIGKILL
 With $DDP_HEARTBEAT_FILE set, rank 0 touches that file at most once a second.
 """
@@ -26,6 +27,7 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--step-sleep", type=float, default=0.05, help="seconds per step, besides work")
     p.add_argument("--hang-rank", type=int, default=-1)
+    p.add_argument("--hang-node", default="")
     p.add_argument("--die-rank", type=int, default=-1)
     p.add_argument("--at-step", type=int, default=5)
     return p.parse_args(argv)
@@ -47,7 +49,8 @@ class Heartbeat:
 
 
 def load_batch(args, rank, step):
-    if rank == args.hang_rank and step == args.at_step:
+    on_hang_node = args.hang_node and os.environ.get("SLURMD_NODENAME") == args.hang_node
+    if (rank == args.hang_rank or on_hang_node) and step == args.at_step:
         while True:  # a data loader that never returns
             time.sleep(1)
     if rank == args.die_rank and step == args.at_step:
