@@ -59,22 +59,23 @@ machine() {
 
 load_now() { cut -d' ' -f1 /proc/loadavg; }
 
-# Private memory of one process that imported torch.distributed: what each rank adds.
+# The memory one process adds by importing torch.distributed: its private dirty pages (heap,
+# Python objects); the libraries' file pages are shared by every rank on the machine.
 measure_rank_bytes() {
   rank_bytes=$(/usr/bin/python3 -c '
 import torch, torch.distributed
 fields = [line.split() for line in open("/proc/self/smaps_rollup")]
-print(sum(int(f[1]) * 1024 for f in fields if f[0] in ("Private_Dirty:", "Private_Clean:")))')
+print(sum(int(f[1]) * 1024 for f in fields if f[0] == "Private_Dirty:"))')
   record "machine rank_mib $((rank_bytes / 1048576))"
 }
 
-# Whether N ranks of torch fit in half the memory available now (the rest: slurmds, the
-# machine's other work); else prints why not.
+# Whether N ranks of torch fit in 60% of the memory available now (the rest: gloo's buffers,
+# the slurmds, the machine's other work); else prints why not.
 allreduce_fits() {
   local n=$1 avail
-  avail=$(awk '/MemAvailable/ { print $2 * 1024 }' /proc/meminfo)
-  if ((n * rank_bytes > avail / 2)); then
-    echo "$n ranks x $((rank_bytes / 1048576)) MiB = $((n * rank_bytes / 1073741824)) GiB > half of the $((avail / 1073741824)) GiB available"
+  avail=$(awk '/MemAvailable/ { printf "%.0f", $2 * 1024 }' /proc/meminfo)
+  if ((n * rank_bytes > avail / 10 * 6)); then
+    echo "$n ranks x $((rank_bytes / 1048576)) MiB = $((n * rank_bytes / 1048576)) MiB > 60% of the $((avail / 1048576)) MiB available"
   fi
 }
 
