@@ -20,6 +20,7 @@ namespace {
 using namespace ddpgen;
 
 constexpr const char* k_template = "sbatch.sh.mustache";
+constexpr const char* k_task_setup = "task-setup.sh";
 
 // Above the core a failure ends the run: it is thrown as the ddp::Error it is and main()
 // prints it once as "ddpgen: error: FILE:LINE:COL: ...".
@@ -69,8 +70,10 @@ std::string render_job(const Inputs& in) {
   const Job job = unwrap(decode_job(unwrap(app::read_file(in.job_file)), in.job_file, in.sets));
   const Plan p = unwrap(plan(job, profile));
   const std::string template_path = app::template_dir() + "/" + k_template;
-  std::string script = unwrap(render(
-      p, {DDPGEN_VERSION, in.job_file, template_path, unwrap(app::read_file(template_path))}));
+  const std::string setup_path = app::template_dir() + "/" + k_task_setup;
+  std::string script = unwrap(
+      render(p, {DDPGEN_VERSION, in.job_file, template_path, unwrap(app::read_file(template_path)),
+                 setup_path, unwrap(app::read_file(setup_path))}));
   // Said after the checks so that an error is the last line a user sees.
   if (!profile.deprecated.empty())
     std::cerr << "ddpgen: warning: profile \"" << profile.name

@@ -1,11 +1,14 @@
 #include "gen/core/profile.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include "gen/core/duration.hpp"
+#include "gen/core/options.hpp"
 #include "gen/core/shell.hpp"
 #include "gen/core/yaml_strict.hpp"
 #include "libddp/util/rules.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 
@@ -17,7 +20,7 @@ const std::vector<std::string>& profile_node_keys() {
 const std::vector<std::string>& profile_partition_keys() {
   static const std::vector<std::string> keys = {
       "name",     "description", "min_nodes",  "max_nodes", "max_time", "min_gpus",
-      "max_gpus", "test",        "constraint", "node",      "sbatch"};
+      "max_gpus", "test",        "constraint", "node",      "sbatch",   "site_chooses"};
   return keys;
 }
 const std::vector<std::string>& profile_account_keys() {
@@ -67,22 +70,6 @@ long decode_time(const StrictReader& r, const YAML::Node& node, const std::strin
   return *seconds;
 }
 
-// Directives from a profile are trusted but still must be one safe token each.
-std::vector<std::string> decode_directives(const StrictReader& r, const YAML::Node& node,
-                                           const std::string& path) {
-  auto list = r.strings(node, path);
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const auto& d = list[i];
-    auto problem = shell::sbatch_value_problem(d);
-    if (problem || !d.starts_with("--"))
-      r.reject(node[i], path,
-               "\"" + path + "\": \"" + shell::comment_safe(d) +
-                   "\" must be one --option[=value] token" +
-                   (problem ? " (it " + *problem + ")" : ""));
-  }
-  return list;
-}
-
 Partition decode_partition(const StrictReader& r, const YAML::Node& node, const std::string& path) {
   Partition p;
   for (const auto& [key, value] : r.entries(node, path, profile_partition_keys())) {
@@ -97,7 +84,8 @@ Partition decode_partition(const StrictReader& r, const YAML::Node& node, const 
     if (key == "test") p.test = r.boolean(value, kp);
     if (key == "constraint") p.constraint = r.string(value, kp);
     if (key == "node") p.node = decode_node(r, value, kp, NodeSpec{});
-    if (key == "sbatch") p.sbatch = decode_directives(r, value, kp);
+    if (key == "sbatch") p.sbatch = options::decode(r, value, kp, options::Source::profile_sbatch);
+    if (key == "site_chooses") p.site_chooses = r.boolean(value, kp);
   }
   if (auto problem = shell::sbatch_value_problem(p.name))
     r.reject(node, path, "\"" + path + ".name\" " + *problem);
@@ -118,12 +106,15 @@ void decode_site_env(const StrictReader& r, const YAML::Node& node, Profile& p) 
   }
 }
 
-std::string decode_python(const StrictReader& r, const YAML::Node& node) {
-  std::string python = r.string(node, "python");
-  if (python.empty() || python.starts_with("-"))
-    r.reject(node, "python",
-             "\"python\" must name the interpreter (e.g. python3), not be empty or start with '-'");
-  return python;
+// Names of variables the site sets in every job; a job's values may reference them as ${NAME}.
+std::vector<std::string> decode_variables(const StrictReader& r, const YAML::Node& node) {
+  auto names = r.strings(node, "variables");
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (!shell::is_env_name(names[i]))
+      r.reject(node[i], "variables",
+               "\"variables\": " + ddp::text::quote(names[i]) +
+                   " is not a variable name (expected [A-Za-z_][A-Za-z0-9_]*)");
+  return names;
 }
 
 void decode_port_range(const StrictReader& r, const YAML::Node& node, Profile& p) {
@@ -166,7 +157,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
     }
     if (key == "cpus_per_gpu") p.cpus_per_gpu = r.integer(value, key, 0, 1024);
     if (key == "mem_per_gpu_gb") p.mem_per_gpu_gb = r.integer(value, key, 0, 100000);
-    if (key == "sbatch") p.sbatch = decode_directives(r, value, key);
+    if (key == "sbatch") p.sbatch = options::decode(r, value, key, options::Source::profile_sbatch);
     if (key == "module_purge") p.module_purge = r.boolean(value, key);
     if (key == "modules") p.modules = r.strings(value, key);
     if (key == "module_use") p.module_use = r.strings(value, key);
@@ -177,10 +168,11 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
         if (k == "runtimes") {
           p.container_runtimes.clear();
           for (const auto& runtime : r.strings(v, kp)) {
-            if (runtime != "apptainer" && runtime != "singularity" && runtime != "pyxis")
+            const auto& names = container_runtime_names();
+            if (std::find(names.begin(), names.end(), runtime) == names.end())
               r.reject(v, kp,
                        "\"" + kp + "\": unknown runtime \"" + shell::comment_safe(runtime) +
-                           "\" (valid: apptainer, singularity, pyxis)");
+                           "\" (valid: " + ddp::text::join(names, ", ") + ")");
             p.container_runtimes.push_back(runtime);
           }
         }
@@ -189,8 +181,9 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
       }
     }
     if (key == "local_scratch") p.local_scratch = r.string(value, key);
-    if (key == "python") p.python = decode_python(r, value);
+    if (key == "python") p.python = r.command(value, key);
     if (key == "port_range") decode_port_range(r, value, p);
+    if (key == "variables") p.variables = decode_variables(r, value);
   }
 }
 
@@ -201,7 +194,7 @@ const std::vector<std::string>& profile_keys() {
       "extends",      "description",    "deprecated",    "abstract",     "notes",      "sources",
       "ddp_plugin",   "account",        "gpu_request",   "gpu_vendor",   "node",       "partitions",
       "cpus_per_gpu", "mem_per_gpu_gb", "sbatch",        "module_purge", "module_use", "modules",
-      "env",          "container",      "local_scratch", "python",       "port_range"};
+      "env",          "container",      "local_scratch", "python",       "port_range", "variables"};
   return keys;
 }
 

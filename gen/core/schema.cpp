@@ -14,6 +14,9 @@ namespace {
 const std::string k_scalar = R"({"type": ["string", "number", "boolean"]})";
 const std::string k_boolean = R"({"enum": [true, false, "true", "false"]})";
 const std::string k_strings = R"({"type": ["array", "null"], "items": )" + k_scalar + "}";
+// StrictReader::lines() and words(): one string, or a list of them.
+const std::string k_string_or_list =
+    R"({"type": ["string", "array", "null"], "items": )" + k_scalar + "}";
 const std::string k_env =
     R"({"type": ["object", "null"], "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}, )"
     R"("additionalProperties": )" +
@@ -37,6 +40,14 @@ std::string choice(std::initializer_list<std::string_view> values) {
   return out + "]}";
 }
 
+// The runtimes a container may name (model.hpp's list).
+std::string runtimes() {
+  std::string out = R"({"enum": [)";
+  for (const auto& r : container_runtime_names())
+    out += (out.back() == '[' ? "\"" : ", \"") + r + "\"";
+  return out + "]}";
+}
+
 std::string quoted(const std::string& text) {
   return "\"" + text + "\"";
 }
@@ -52,7 +63,7 @@ const Types& job_types() {
       {"job.gpus_per_node", integer(0, 1024)},
       {"job.procs_per_node", integer(1, 1024)},
       {"job.time", k_time},
-      {"job.launcher", choice({"torchrun", "srun", "accelerate", "lightning", "fairseq"})},
+      {"job.launcher", choice({"torchrun", "srun", "accelerate", "lightning", "fairseq", "none"})},
       {"job.script", k_scalar},
       {"job.args", k_strings},
       {"job.account", k_scalar},
@@ -67,9 +78,24 @@ const Types& job_types() {
       {"job.mail", "@mail"},
       {"job.preflight", k_boolean},
       {"job.watchdog", "@watchdog"},
+      {"job.qos", k_scalar},
+      {"job.constraint", k_scalar},
+      {"job.sbatch", k_strings},
+      {"job.srun", k_strings},
+      {"job.activate", "@activate"},
+      {"job.pre", k_string_or_list},
+      {"job.post", k_string_or_list},
+      {"job.task_prefix", k_string_or_list},
+      {"job.python", k_string_or_list},
+      {"job.accelerate", "@accelerate"},
+      {"activate.conda", k_scalar},
+      {"activate.venv", k_scalar},
+      {"activate.source", k_scalar},
+      {"accelerate.config_file", k_scalar},
       {"container.image", k_scalar},
-      {"container.runtime", choice({"apptainer", "singularity", "pyxis"})},
+      {"container.runtime", runtimes()},
       {"container.mounts", k_strings},
+      {"container.workdir", k_scalar},
       {"checkpoint.dir", k_scalar},
       {"checkpoint.requeue", k_boolean},
       {"checkpoint.signal", choice({"USR1", "USR2", "TERM", "INT", "HUP", "URG"})},
@@ -110,7 +136,8 @@ const Types& profile_types() {
       {"profile.env", k_env},
       {"profile.container", "@container"},
       {"profile.local_scratch", k_scalar},
-      {"profile.python", k_scalar},
+      {"profile.python", k_string_or_list},
+      {"profile.variables", k_strings},
       {"profile.port_range", R"({"type": "string", "pattern": "^[0-9]+-[0-9]+$"})"},
       {"account.required", k_boolean},
       {"account.hint", k_scalar},
@@ -130,8 +157,8 @@ const Types& profile_types() {
       {"partition.constraint", k_scalar},
       {"partition.node", "@node"},
       {"partition.sbatch", k_strings},
-      {"container.runtimes", R"({"type": ["array", "null"], "items": )" +
-                                 choice({"apptainer", "singularity", "pyxis"}) + "}"},
+      {"partition.site_chooses", k_boolean},
+      {"container.runtimes", R"({"type": ["array", "null"], "items": )" + runtimes() + "}"},
       {"container.binds", k_strings},
       {"container.modules", k_strings},
   };
@@ -150,7 +177,9 @@ const Sections& job_sections() {
       {"job", {job_keys(), {"time", "script"}}},
       {"container", {job_container_keys(), {"image"}}},
       {"checkpoint", {job_checkpoint_keys(), {"dir"}}},
-      {"mail", {job_mail_keys(), {"user"}}},
+      {"mail", {job_mail_keys(), {}}},
+      {"activate", {job_activate_keys(), {}}},
+      {"accelerate", {job_accelerate_keys(), {}}},
       {"watchdog", {job_watchdog_keys(), {"timeout"}}},
   };
   return sections;
