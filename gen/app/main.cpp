@@ -11,6 +11,7 @@
 #include "gen/app/profile_store.hpp"
 #include "gen/core/job.hpp"
 #include "gen/core/plan.hpp"
+#include "gen/core/profile_show.hpp"
 #include "gen/core/render.hpp"
 #include "gen/core/shell.hpp"
 #include "libddp/util/text.hpp"
@@ -95,12 +96,13 @@ void list_profiles() {
   }
 }
 
+// The effective profile, each value with the file and line that set it.
 void show_profile(const std::string& name) {
   std::vector<app::ProfileFile> chain;
-  unwrap(app::load_profile(name, app::profile_dirs(), &chain));
-  for (const auto& file : chain) {
-    std::cout << "# ---- " << file.path << "\n" << unwrap(app::read_file(file.path));
-  }
+  const Profile profile = unwrap(app::load_profile(name, app::profile_dirs(), &chain));
+  std::vector<std::string> files;
+  for (const auto& file : chain) files.push_back(file.path);
+  unwrap(app::write_stdout(ddpgen::show_profile(profile, files)));
 }
 
 // What the command line asked for, filled in by CLI11.
@@ -120,7 +122,8 @@ void define(CLI::App& cli, Command& c) {
       ->type_name("FILE");
   c.profiles = cli.add_subcommand("profiles", "list the site profiles found");
   auto* profile_cmd = cli.add_subcommand("profile", "inspect a site profile, or draft one");
-  c.show = profile_cmd->add_subcommand("show", "print a profile and the ones it extends");
+  c.show = profile_cmd->add_subcommand(
+      "show", "print the effective profile, each value with the file:line that set it");
   c.show->add_option("name", c.show_name, "profile NAME or PATH")->required();
   c.init = profile_cmd->add_subcommand("init", "draft a profile from the live cluster");
   c.init->add_option("--name", c.init_name, "the profile's name (default mysite)");

@@ -158,9 +158,9 @@ struct Profile {
   std::vector<std::string> python = {"python3"};  // the interpreter and its options
   // Variables the site sets in every job ($SCRATCH, ...), which a job's values may reference.
   std::vector<std::string> variables;
-  // Where each value came from, for "ddpgen profile show": key path ("sbatch[1]", "env.X",
-  // "partitions") -> the file and line that set it.
-  std::map<std::string, Location> origin;
+  // Where each value came from, for "ddpgen profile show": key path ("sbatch", "env.NAME",
+  // "node.gpus") -> "FILE:LINE" of the value, or of each part of a list that grew by "add".
+  std::map<std::string, std::string> origin;
   long port_first = ddp::k_default_port_range.first;
   long port_last = ddp::k_default_port_range.last;
 };

@@ -14,6 +14,13 @@ namespace {
 const std::string k_scalar = R"({"type": ["string", "number", "boolean"]})";
 const std::string k_boolean = R"({"enum": [true, false, "true", "false"]})";
 const std::string k_strings = R"({"type": ["array", "null"], "items": )" + k_scalar + "}";
+// A profile's list over its base's: the list itself, or {add: list} or {replace: list}.
+std::string merge_list(const std::string& list) {
+  return R"({"anyOf": [)" + list +
+         R"(, {"type": "object", "additionalProperties": false, "minProperties": 1, )"
+         R"("maxProperties": 1, "properties": {"add": )" +
+         list + R"(, "replace": )" + list + "}}]}";
+}
 // StrictReader::lines() and words(): one string, or a list of them.
 const std::string k_string_or_list =
     R"({"type": ["string", "array", "null"], "items": )" + k_scalar + "}";
@@ -119,25 +126,25 @@ const Types& profile_types() {
       {"profile.description", k_scalar},
       {"profile.deprecated", k_scalar},
       {"profile.abstract", k_boolean},
-      {"profile.notes", k_strings},
-      {"profile.sources", k_strings},
+      {"profile.notes", merge_list(k_strings)},
+      {"profile.sources", merge_list(k_strings)},
       {"profile.ddp_plugin", k_boolean},
       {"profile.account", "@account"},
       {"profile.gpu_request", choice({"gres", "gpus-per-node"})},
       {"profile.gpu_vendor", choice({"nvidia", "amd"})},
       {"profile.node", "@node"},
-      {"profile.partitions", "@partition[]"},
+      {"profile.partitions", "@partition[]+"},
       {"profile.cpus_per_gpu", integer(0, 1024)},
       {"profile.mem_per_gpu_gb", integer(0, 100000)},
-      {"profile.sbatch", k_strings},
+      {"profile.sbatch", merge_list(k_strings)},
       {"profile.module_purge", k_boolean},
-      {"profile.module_use", k_strings},
-      {"profile.modules", k_strings},
+      {"profile.module_use", merge_list(k_strings)},
+      {"profile.modules", merge_list(k_strings)},
       {"profile.env", k_env},
       {"profile.container", "@container"},
       {"profile.local_scratch", k_scalar},
       {"profile.python", k_string_or_list},
-      {"profile.variables", k_strings},
+      {"profile.variables", merge_list(k_strings)},
       {"profile.port_range", R"({"type": "string", "pattern": "^[0-9]+-[0-9]+$"})"},
       {"account.required", k_boolean},
       {"account.hint", k_scalar},
@@ -158,9 +165,10 @@ const Types& profile_types() {
       {"partition.node", "@node"},
       {"partition.sbatch", k_strings},
       {"partition.site_chooses", k_boolean},
-      {"container.runtimes", R"({"type": ["array", "null"], "items": )" + runtimes() + "}"},
-      {"container.binds", k_strings},
-      {"container.modules", k_strings},
+      {"container.runtimes",
+       merge_list(R"({"type": ["array", "null"], "items": )" + runtimes() + "}")},
+      {"container.binds", merge_list(k_strings)},
+      {"container.modules", merge_list(k_strings)},
   };
   return types;
 }
@@ -227,6 +235,8 @@ struct Builder {
 
   std::string value(const std::string& fragment, const std::string& indent) {
     if (!fragment.starts_with("@")) return fragment;
+    if (fragment.ends_with("[]+"))  // a list a profile may add to or replace (merge_list)
+      return merge_list(value(fragment.substr(0, fragment.size() - 1), indent));
     if (fragment.ends_with("[]"))
       return R"({"type": "array", "minItems": 1, "items": )" +
              object(fragment.substr(1, fragment.size() - 3), indent) + "}";
