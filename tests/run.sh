@@ -58,10 +58,11 @@ fi
 # DDP_RELEASE_SUITES="all" runs every unit, golden and cluster test of that build; the default
 # runs the cluster suites whose outcome depends on the Slurm release (the plugin's environment
 # and refusals, ddp-check, the end-to-end training with both launchers, requeue: the notice,
-# arrays, the restart cap, a crashed run), and every unit and golden test but the 10,000-node
+# arrays, the restart cap, a crashed run), Apptainer around the tasks (only unstable's userland
+# ships it: the others skip it, saying so), and every unit and golden test but the 10,000-node
 # simulation, which is arithmetic of the core alone and runs on this machine's build and under
 # the sanitizers.
-release_suites=${DDP_RELEASE_SUITES:-plugin check e2e requeue}
+release_suites=${DDP_RELEASE_SUITES:-plugin check e2e requeue apptainer}
 if [[ $release_suites == all ]]; then
   release_unit_filter=() release_cluster_filter=(-L cluster)
 else

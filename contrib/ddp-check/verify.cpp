@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "libddp/core/hostlist.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::check {
@@ -54,10 +55,14 @@ std::map<NodeKey, NodeView> group_nodes(std::span<const Hello> hellos) {
   return nodes;
 }
 
+// Host names as one Slurm hostlist: "node[01-03,07]".
+std::string hostlist(const std::set<std::string>& hosts) {
+  return format_hostlist(std::vector<std::string>(hosts.begin(), hosts.end()));
+}
+
 std::string node_label(const NodeKey& key, const NodeView& view) {
-  std::vector<std::string> hosts(view.hosts.begin(), view.hosts.end());
   if (key.node_rank == k_no_node) return "host " + key.host;
-  return "node " + std::to_string(key.node_rank) + " (" + text::join(hosts, ", ") + ")";
+  return "node " + std::to_string(key.node_rank) + " (" + hostlist(view.hosts) + ")";
 }
 
 // "ranks 0-2 say 4, rank 3 (hostb) says 6": who reported which value of one variable.
@@ -75,9 +80,7 @@ std::string disagreement(const std::vector<const Hello*>& members, Get get, Scop
       hosts.insert(h->host);
     }
     std::string part = noun + (ranks.size() == 1 ? " " : "s ") + format_ranges(ranks);
-    if (hosts.size() <= 3) {
-      part += " (" + text::join(std::vector<std::string>(hosts.begin(), hosts.end()), ", ") + ")";
-    }
+    if (hosts.size() <= 3) part += " (" + hostlist(hosts) + ")";
     part += (who.size() == 1 ? " says " : " say ") + std::to_string(value);
     parts.push_back(part);
   }
@@ -140,7 +143,7 @@ void check_ranks(const World& w, std::vector<std::string>& faults) {
     if (rank < w.world) continue;
     std::set<std::string> hosts;
     for (const Hello* h : who) hosts.insert(h->host);
-    faults.push_back(w.rank_word + " " + std::to_string(rank) + " from " + joined(hosts) +
+    faults.push_back(w.rank_word + " " + std::to_string(rank) + " from " + hostlist(hosts) +
                      " is out of range for " + w.world_word + "=" + std::to_string(w.world));
   }
   for (const auto& [rank, who] : w.by_rank) {
@@ -149,11 +152,17 @@ void check_ranks(const World& w, std::vector<std::string>& faults) {
     std::sort(sorted.begin(), sorted.end(), [](const Hello* a, const Hello* b) {
       return a->host != b->host ? a->host < b->host : a->pid < b->pid;
     });
+    // A few senders by host and pid; many as a count and one hostlist, one short line.
     std::vector<std::string> senders;
-    for (const Hello* h : sorted)
+    std::set<std::string> hosts;
+    for (const Hello* h : sorted) {
       senders.push_back(h->host + " (pid " + std::to_string(h->pid) + ")");
-    faults.push_back("duplicate " + w.rank_word + " " + std::to_string(rank) + " from " +
-                     text::join(senders, ", "));
+      hosts.insert(h->host);
+    }
+    std::string from = sorted.size() <= 3
+                           ? text::join(senders, ", ")
+                           : std::to_string(sorted.size()) + " processes on " + hostlist(hosts);
+    faults.push_back("duplicate " + w.rank_word + " " + std::to_string(rank) + " from " + from);
   }
 }
 
@@ -230,11 +239,11 @@ void check_nodes(const World& w, std::vector<std::string>& faults) {
     if (key.node_rank == k_no_node) continue;
     if (view.hosts.size() > 1) {
       faults.push_back("NODE_RANK " + std::to_string(key.node_rank) + " claimed by hosts " +
-                       joined(view.hosts));
+                       hostlist(view.hosts));
     }
     if (w.expected.nnodes && key.node_rank >= *w.expected.nnodes) {
       faults.push_back("NODE_RANK " + std::to_string(key.node_rank) + " from " +
-                       joined(view.hosts) +
+                       hostlist(view.hosts) +
                        " is out of range for NNODES=" + std::to_string(*w.expected.nnodes));
     }
   }
@@ -349,8 +358,8 @@ std::vector<std::string> table_row(const NodeKey& key, const NodeView& view, Sco
     addrs.insert(h->address);
   }
   std::string node = key.node_rank == k_no_node ? "?" : std::to_string(key.node_rank);
-  return {node,           joined(view.hosts, ","), format_ranges(ranks), format_ranges(locals),
-          gpu_cell(view), joined(ifaces, ","),     joined(addrs, ",")};
+  return {node,           hostlist(view.hosts), format_ranges(ranks), format_ranges(locals),
+          gpu_cell(view), joined(ifaces, ","),  joined(addrs, ",")};
 }
 
 }  // namespace

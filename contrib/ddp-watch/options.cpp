@@ -11,9 +11,10 @@ namespace {
 
 using ddp::text::quote;
 
-constexpr std::array<std::string_view, 9> k_options = {
-    "--requeue-stalled", "--timeout",     "--startup", "--grace",  "--stacks",
-    "--heartbeat",       "--keep-labels", "--help",    "--version"};
+constexpr std::array<std::string_view, 12> k_options = {
+    "--requeue-stalled", "--timeout",     "--startup", "--grace",
+    "--stacks",          "--heartbeat",   "--heal",    "--heal-max",
+    "--heal-no-exclude", "--keep-labels", "--help",    "--version"};
 
 // Reads the value of an option given as "--name=value" or "--name value".
 Result<std::string> value_of(const std::vector<std::string>& args, std::size_t& i,
@@ -27,6 +28,22 @@ Result<std::string> value_of(const std::vector<std::string>& args, std::size_t& 
 bool is(const std::string& arg, std::string_view name) {
   return arg == name ||
          (arg.starts_with(name) && arg.size() > name.size() && arg[name.size()] == '=');
+}
+
+// The options as a whole: what is required, what conflicts, the defaults that follow others.
+Result<Options> completed(Options o) {
+  if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty()) return o;
+  if (o.timeout_s == 0) return fail("ddp-watch: --timeout is required (for example --timeout 10m)");
+  if (o.startup_s == 0) o.startup_s = o.timeout_s;
+  if (!o.heal.empty() && o.requeue_max >= 0) {
+    return fail(
+        "ddp-watch: --heal and --requeue-stalled both requeue: give one (--heal-max N "
+        "caps the requeues of --heal)");
+  }
+  if (o.command.empty()) {
+    return fail("ddp-watch: no command to watch (ddp-watch --timeout 10m -- srun python train.py)");
+  }
+  return o;
 }
 
 }  // namespace
@@ -47,6 +64,8 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       o.version = true;
     else if (a == "--keep-labels")
       o.keep_labels = true;
+    else if (a == "--heal-no-exclude")
+      o.heal_exclude = false;
     else if (is(a, "--timeout") || is(a, "--grace") || is(a, "--startup")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
@@ -54,23 +73,24 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       auto seconds = parse_seconds(*text, name);
       if (!seconds) return fail("ddp-watch: " + seconds.error().message);
       (name == "--timeout" ? o.timeout_s : name == "--grace" ? o.grace_s : o.startup_s) = *seconds;
-    } else if (is(a, "--requeue-stalled")) {
-      auto text = value_of(args, i, "--requeue-stalled");
+    } else if (is(a, "--requeue-stalled") || is(a, "--heal-max")) {
+      std::string name = a.substr(0, a.find('='));
+      auto text = value_of(args, i, name);
       if (!text) return std::unexpected(text.error());
-      auto max = ddp::text::parse_unsigned(*text, 0, 1000, "--requeue-stalled");
+      auto max = ddp::text::parse_unsigned(*text, 0, 1000, name);
       if (!max) return fail("ddp-watch: " + max.error().message);
-      o.requeue_max = static_cast<long>(*max);
+      (name == "--heal-max" ? o.heal_max : o.requeue_max) = static_cast<long>(*max);
     } else if (is(a, "--dump-step") || is(a, "--freeze-step")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
       if (!text) return std::unexpected(text.error());
       (name == "--dump-step" ? o.dump_step : o.freeze_step) = *text;
-    } else if (is(a, "--stacks") || is(a, "--heartbeat")) {
+    } else if (is(a, "--stacks") || is(a, "--heartbeat") || is(a, "--heal")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
       if (!text) return std::unexpected(text.error());
       if (text->empty() || *text == "--") return fail("ddp-watch: " + name + " needs a file name");
-      (name == "--stacks" ? o.stacks : o.heartbeat) = *text;
+      (name == "--stacks" ? o.stacks : name == "--heal" ? o.heal : o.heartbeat) = *text;
     } else {
       std::string near = ddp::text::did_you_mean(a.substr(0, a.find('=')), k_options);
       return fail("ddp-watch: unknown option " + quote(a) +
@@ -78,13 +98,7 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     }
   }
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty()) return o;
-  if (o.timeout_s == 0) return fail("ddp-watch: --timeout is required (for example --timeout 10m)");
-  if (o.startup_s == 0) o.startup_s = o.timeout_s;
-  if (o.command.empty()) {
-    return fail("ddp-watch: no command to watch (ddp-watch --timeout 10m -- srun python train.py)");
-  }
-  return o;
+  return completed(std::move(o));
 }
 
 RequeueDecision decide_requeue(const std::string& job_id, const std::string& restart_count,
@@ -150,6 +164,11 @@ options:
   --heartbeat FILE     a file the program touches; its path is exported as DDP_HEARTBEAT_FILE
   --requeue-stalled MAX  after a stall, requeue the job (scontrol requeue) while
                        SLURM_RESTART_COUNT is below MAX; the exit status stays 124
+  --heal FILE          self-healing: when the step fails or stalls, exclude the nodes it names
+                       (ddp-check's suspects, the culprit of a stall, SIGBUS, a node failure)
+                       and requeue the job; FILE records the runs (see doc/users.md, heal:)
+  --heal-max N         requeues with --heal (3); a failure no node is blamed for gets one retry
+  --heal-no-exclude    with --heal: requeue, but leave the named nodes in the job's reach
   --keep-labels        keep srun's "N: " task labels in the forwarded output (COMMAND must
                        be srun itself for its output to be labelled and attributed to ranks)
   -h, --help           this text

@@ -21,6 +21,9 @@ struct Options {
   std::string stacks;        // file for the full stacks; "" = ddp-watch-JOBID.stacks here
   std::string heartbeat;     // optional file whose modification counts as progress
   long requeue_max = -1;     // after a stall, requeue while SLURM_RESTART_COUNT is below; -1 never
+  std::string heal;          // --heal FILE: the record of earlier runs; "" = no healing
+  long heal_max = 3;         // --heal-max N: requeues when healing
+  bool heal_exclude = true;  // --heal-no-exclude: requeue, but on any nodes
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   std::string freeze_step;   // internal: on this node, stop (SIGSTOP) every process of JOB.STEP

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "ddp-watch/evidence.hpp"
 #include "ddp-watch/verdict.hpp"
 
 namespace ddp::watch {
@@ -62,6 +63,7 @@ StallReport stall_report(const std::vector<Line>& captured, const CrashFacts& fa
   r.verdict = verdict(processes, silent, layout);
   r.stacks = stacks_text(dumps, processes, r.verdict);
   r.dumps = dumps.size();
+  r.suspects = stall_suspects(processes, silent, layout);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include "ddp-watch/crash.hpp"
 #include "ddp-watch/dump_plan.hpp"
 #include "ddp-watch/output.hpp"
+#include "libddp/util/suspect.hpp"
 
 namespace ddp::watch {
 
@@ -14,6 +15,7 @@ struct StallReport {
   std::string verdict;  // one line, see verdict()
   std::string stacks;   // every dump, grouped by task, for the stacks file
   std::size_t dumps = 0;
+  std::vector<Suspect> suspects;  // the nodes the stall points at (evidence.hpp), for --heal
 };
 
 // `captured`: the step's lines since the stacks were asked for; `facts`: srun's task endings

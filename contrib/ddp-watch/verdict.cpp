@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "ddp-watch/output.hpp"
+#include "libddp/core/hostlist.hpp"
 
 namespace ddp::watch {
 namespace {
@@ -115,7 +116,8 @@ Process classify(const Dump& dump, const Layout& layout, std::size_t index) {
 
 namespace {
 
-// "rank 4", "ranks 0-3,5"; processes whose rank is unknown are counted per node instead.
+// "rank 4 on node07", "ranks 0-3,5 on node[01-03]"; processes whose rank is unknown are
+// counted instead.
 std::string who(const std::vector<const Process*>& group) {
   std::vector<int> ranks;
   std::set<std::string> nodes;
@@ -133,10 +135,7 @@ std::string who(const std::vector<const Process*>& group) {
     if (!out.empty()) out += " and ";
     out += std::to_string(unknown) + (unknown == 1 ? " process" : " processes");
   }
-  out += " on ";
-  std::size_t i = 0;
-  for (const std::string& n : nodes) out += (i++ ? "," : "") + n;
-  return out;
+  return out + " on " + format_hostlist(std::vector<std::string>(nodes.begin(), nodes.end()));
 }
 
 using Groups = std::map<std::string, std::vector<const Process*>>;

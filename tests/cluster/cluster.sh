@@ -2,7 +2,7 @@
 # The embedded test cluster: a real Debian Slurm (slurmctld + 3 slurmd, munge) on this one
 # machine, each daemon a host of its own in a network namespace.
 #
-#   cluster.sh up [--slurm RELEASE] [--site NAME] [--plugin PATH/spank_ddp.so]
+#   cluster.sh up [--nodes N] [--slurm RELEASE] [--site NAME] [--plugin PATH/spank_ddp.so]
 #                 [--plugstack-args "k=v ..."] [--timeout SECS]
 #   cluster.sh down                      stop everything `up` started; safe to run twice
 #   cluster.sh status                    namespaces, daemons, sinfo; exit 1 when not up
@@ -20,6 +20,17 @@
 # (10.77.0.11-13, one slurmd each), joined by a bridge that lives in a namespace of its own, so
 # the root namespace's network is never touched. One munged in the root namespace serves all
 # of them through its socket path. State, configuration and logs: ${DDP_CLUSTER_DIR:-/tmp/ddp-cluster}.
+#
+# --nodes N (1-1000, default 3) starts N slurmds instead: node01..nodeN, or node001..nodeN with
+# three digits from 100 nodes on, at 10.77.K.11 onwards. Past 244 nodes the addresses run on
+# beyond 10.77.K.255 and the hosts' mask widens from /24 to /16; that overlap with other cluster
+# ids' subnets is harmless, since each cluster's bridge lives in a namespace of its own. The
+# kernel keeps one neighbour (ARP) table for all namespaces, 1024 entries by default
+# (net.ipv4.neigh.default.gc_thresh3), and a cluster whose every host talks to every other (a
+# gloo all-reduce) fills (N+1)^2 of them: `up` raises gc_thresh1/2/3 by what the clusters that
+# are up need together, records the values it found, and the last `down` puts them back
+# (/run/ddp-cluster-neigh holds the record, so it is shared by every cluster id and forgotten
+# at reboot, like the settings themselves).
 # Root only. DDP_CLUSTER_ID=N (0-9, default 0) runs cluster N beside the others: namespaces
 # ddpcN-*, subnet 10.77.N.0/24, state /tmp/ddp-cluster-N (cluster 0 keeps the names above).
 #
@@ -54,8 +65,11 @@ readonly k_bridge_ns=${k_ns_prefix}br
 readonly k_subnet_prefix=10.77.$k_id
 readonly k_login=ddp-login
 readonly k_login_ip=${k_subnet_prefix}.10
-readonly k_nodes=(node01 node02 node03)
-readonly k_node_ips=("$k_subnet_prefix.11" "$k_subnet_prefix.12" "$k_subnet_prefix.13")
+readonly k_max_nodes=1000            # a Linux bridge takes 1024 ports: the nodes and the login host
+readonly k_neigh_dir=/run/ddp-cluster-neigh
+readonly k_neigh_keys=(gc_thresh1 gc_thresh2 gc_thresh3)
+# The nodes of the cluster that is up (set_nodes); `up` records their number in the state.
+k_nodes=() k_node_ips=()
 k_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly k_here k_sites_dir=$k_here/sites k_userland=$k_here/userland.sh
 k_repo=$(cd "$k_here/../.." && pwd)
@@ -74,6 +88,7 @@ munge_socket=$munge_dir/munge.socket.2
 site_dir=$k_state/site            # the emulated site's stubs and modulefiles (up --site)
 release_file=$k_state/slurm-release   # "RELEASE ROOT" of up --slurm; absent: this machine's Slurm
 user_env_file=$k_state/user.env       # VAR=VALUE lines `run` adds: the userland's login profile
+nodes_file=$k_state/nodes             # the number of nodes of `up --nodes`
 
 die() { printf 'cluster.sh: error: %s\n' "$*" >&2; exit 1; }
 say() { printf 'cluster.sh: %s\n' "$*" >&2; }
@@ -127,13 +142,45 @@ in_userland() {
   unshare --mount --propagation private -- "$k_userland" enter "$root" "$@"
 }
 
-# Our namespaces that exist now.
+# Our namespaces that exist now, whatever the number of nodes `up` started: the prefix of
+# cluster 0 (ddpc-) is not a prefix of another id's (ddpcN-).
 our_namespaces() {
-  local name
-  for name in login "${k_nodes[@]}" br; do
-    [[ -e /run/netns/$k_ns_prefix$name ]] && echo "$k_ns_prefix$name"
+  local path
+  for path in /run/netns/"$k_ns_prefix"*; do
+    [[ -e $path ]] && basename "$path"
   done
   return 0
+}
+
+# Sets k_nodes and k_node_ips for COUNT nodes: names two digits wide (node01), or as wide as
+# COUNT needs; addresses 10.77.K.11 onwards, running on past .255 (the /16 of host_mask).
+set_nodes() {
+  local count=$1 width=${#1} i
+  ((width >= 2)) || width=2
+  k_nodes=() k_node_ips=()
+  for ((i = 1; i <= count; i++)); do
+    k_nodes+=("$(printf 'node%0*d' "$width" "$i")")
+    k_node_ips+=("$(host_ip $((10 + i)))")
+  done
+}
+
+# The address of the host OFFSET places after 10.77.K.0.
+host_ip() {
+  local at=$((k_id * 256 + $1))
+  echo "10.77.$((at / 256)).$((at % 256))"
+}
+
+# The hosts' prefix length: /24 while every address fits in 10.77.K.0/24 (.11-.254).
+host_mask() {
+  if ((10 + ${#k_nodes[@]} <= 254)); then echo 24; else echo 16; fi
+}
+
+# The nodes of the cluster in this state directory (3 when none was recorded).
+load_nodes() {
+  local count
+  count=$(cat "$nodes_file" 2>/dev/null) || count=3
+  [[ $count =~ ^[1-9][0-9]*$ ]] || count=3
+  set_nodes "$count"
 }
 
 # munged's pid when the pid file names a live munged on our socket.
@@ -172,7 +219,65 @@ cmd_down() {
     kill -9 "$pid" 2>/dev/null || true
   fi
   rm -f "$run_dir"/*.pid "$munge_socket" "$munge_socket.lock"
+  neigh_settle release
   return 0
+}
+
+# The kernel's neighbour-table limits now: "GC_THRESH1 GC_THRESH2 GC_THRESH3".
+neigh_now() {
+  local key values=()
+  for key in "${k_neigh_keys[@]}"; do values+=("$(sysctl -n "net.ipv4.neigh.default.$key")"); done
+  echo "${values[*]}"
+}
+
+# hold NODES: this cluster needs room for (NODES+1)^2 neighbour entries; release: it needs none.
+# Then sets the limits for every cluster that is up (its login namespace exists), under a lock
+# because several ids may come and go at once.
+neigh_settle() {
+  local action=$1 nodes=${2:-0}
+  mkdir -p "$k_neigh_dir" || return 1
+  (
+    flock 9
+    if [[ $action == hold ]]; then
+      echo "$k_ns_prefix $(((nodes + 1) * (nodes + 1)))" >"$k_neigh_dir/cluster-$k_id"
+    else
+      rm -f "$k_neigh_dir/cluster-$k_id"
+    fi
+    neigh_apply
+  ) 9>"$k_neigh_dir/lock"
+}
+
+# Below gc_thresh1 the kernel never collects an entry: while the clusters that are up need no
+# more than the machine's own gc_thresh1, its own settings stay (and are put back if raised).
+# Above, each limit becomes the machine's own plus what the clusters need (twice that for the
+# soft and hard maximum, where the kernel starts collecting and then refuses: "neighbor table
+# overflow", and a rank's connect fails with "No route to host").
+neigh_apply() {
+  local total=0 file prefix need saved=$k_neigh_dir/saved base now want i
+  for file in "$k_neigh_dir"/cluster-*; do
+    if ! [[ -e $file ]] || ! read -r prefix need <"$file"; then continue; fi
+    if [[ -e /run/netns/${prefix}login && $need =~ ^[0-9]+$ ]]; then
+      total=$((total + need))
+    else
+      rm -f "$file"   # a cluster that is gone without `down`
+    fi
+  done
+  now=$(neigh_now) || return 1
+  base=$(cat "$saved" 2>/dev/null) || base=$now
+  read -ra base <<<"$base"
+  if ((total <= base[0])); then
+    [[ -e $saved ]] || return 0
+    want=("${base[@]}")
+  else
+    [[ -e $saved ]] || echo "$now" >"$saved"
+    want=($((base[0] + total)) $((base[1] + 2 * total)) $((base[2] + 2 * total)))
+  fi
+  [[ "${want[*]}" == "$now" ]] || say "neighbour table (gc_thresh1/2/3): $now -> ${want[*]}"
+  for i in 0 1 2; do
+    sysctl -q -w "net.ipv4.neigh.default.${k_neigh_keys[$i]}=${want[$i]}" ||
+      { say "error: cannot set net.ipv4.neigh.default.${k_neigh_keys[$i]}"; return 1; }
+  done
+  ((total > base[0])) || rm -f "$saved"
 }
 
 write_config() {
@@ -251,9 +356,31 @@ EOF
 # them 4/1/1 onto the first node), and a job owns all CPUs of its nodes, so its steps can run
 # side by side. OverSubscribe=FORCE:4 below lets up to 4 jobs share a node at once.
 SelectType=select/linear
-NodeName=node[01-03] NodeAddr=${k_subnet_prefix}.[11-13] CPUs=8 State=UNKNOWN
-PartitionName=debug Nodes=node[01-03] Default=YES MaxTime=INFINITE OverSubscribe=FORCE:4 State=UP
 EOF
+  {
+    node_lines
+    echo "PartitionName=debug Nodes=$(node_range 0 $((${#k_nodes[@]} - 1))) Default=YES MaxTime=INFINITE OverSubscribe=FORCE:4 State=UP"
+  } >>"$conf"
+}
+
+# The names of nodes FIRST..LAST (indices into k_nodes) as one Slurm hostlist: node[01-03].
+node_range() {
+  local first=${k_nodes[$1]} last=${k_nodes[$2]}
+  if (($1 == $2)); then echo "$first"; else echo "node[${first#node}-${last#node}]"; fi
+}
+
+# One NodeName line per run of nodes whose addresses share their first three bytes (one line
+# for up to 244 nodes): NodeName=node[01-03] NodeAddr=10.77.K.[11-13] CPUs=8 State=UNKNOWN.
+node_lines() {
+  local start=0 i n=${#k_nodes[@]} net addrs
+  for ((i = 1; i <= n; i++)); do
+    net=${k_node_ips[$start]%.*}
+    if ((i < n)) && [[ ${k_node_ips[$i]%.*} == "$net" ]]; then continue; fi
+    addrs=${k_node_ips[$start]}
+    ((start == i - 1)) || addrs="$net.[${k_node_ips[$start]##*.}-${k_node_ips[$((i - 1))]##*.}]"
+    echo "NodeName=$(node_range "$start" $((i - 1))) NodeAddr=$addrs CPUs=8 State=UNKNOWN"
+    start=$i
+  done
 }
 
 # The sites `up --site` knows: the directories of tests/cluster/sites that hold a slurm.conf.
@@ -355,7 +482,8 @@ cmd_set_plugstack_kind() {
 # Writes in place (never by rename): the node's /etc/hosts is a bind mount of this very file.
 cmd_set_hosts() {
   local node=${1:-} src=${2:-$etc/hosts}
-  [[ -e $etc/hosts.$node ]] || die "set-hosts: no node '$node' (valid: ${k_nodes[*]})"
+  [[ -n $node && -e $etc/hosts.$node ]] ||
+    die "set-hosts: no node '$node' (valid: $(node_range 0 $((${#k_nodes[@]} - 1))))"
   [[ -f $src ]] || die "set-hosts: no such file: $src"
   cat "$src" >"$etc/hosts.$node"
 }
@@ -404,7 +532,8 @@ make_network() {
   ip -n "$k_bridge_ns" link set lo up
   ip -n "$k_bridge_ns" link add br0 type bridge
   ip -n "$k_bridge_ns" link set br0 up
-  local names=(login "${k_nodes[@]}") ips=("$k_login_ip" "${k_node_ips[@]}") i ns
+  local names=(login "${k_nodes[@]}") ips=("$k_login_ip" "${k_node_ips[@]}") i ns mask
+  mask=$(host_mask)
   for i in "${!names[@]}"; do
     ns=$k_ns_prefix${names[$i]}
     ip netns add "$ns"
@@ -412,7 +541,7 @@ make_network() {
     # One end is the host's eth0, the other a port of the bridge.
     ip -n "$k_bridge_ns" link add "v-${names[$i]}" type veth peer name eth0 netns "$ns"
     ip -n "$k_bridge_ns" link set "v-${names[$i]}" master br0 up
-    ip -n "$ns" addr add "${ips[$i]}/24" dev eth0
+    ip -n "$ns" addr add "${ips[$i]}/$mask" dev eth0
     ip -n "$ns" link set eth0 up
   done
 }
@@ -483,13 +612,15 @@ all_nodes_idle() {
   # sort -u: sinfo -N lists a node once per partition, and site nodes are in several.
   states=$(as_host login "$k_login" env SLURM_CONF="$conf" sinfo -h -N -o '%N %T' | sort -u) ||
     return 1
-  [[ $(grep -cE '^node0[1-3] idle$' <<<"$states") -eq ${#k_nodes[@]} ]]
+  [[ $(grep -cE '^node[0-9]+ idle$' <<<"$states") -eq ${#k_nodes[@]} ]]
 }
 
 cmd_up() {
-  local plugin="" args="" timeout=90 site="" release=""
+  local plugin="" args="" timeout="" site="" release="" nodes=3
   while (($#)); do
     case $1 in
+      --nodes) nodes=${2:?--nodes needs a number}; shift 2 ;;
+      --nodes=*) nodes=${1#*=}; shift ;;
       --plugin) plugin=${2:?--plugin needs a path}; shift 2 ;;
       --plugin=*) plugin=${1#*=}; shift ;;
       --plugstack-args) args=${2?--plugstack-args needs a value}; shift 2 ;;
@@ -499,9 +630,16 @@ cmd_up() {
       --site=*) site=${1#*=}; shift ;;
       --slurm) release=${2:?--slurm needs a release}; shift 2 ;;
       --slurm=*) release=${1#*=}; shift ;;
-      *) die "up: unknown argument '$1' (valid: --slurm RELEASE, --site NAME, --plugin PATH, --plugstack-args \"k=v ...\", --timeout SECS)" ;;
+      *) die "up: unknown argument '$1' (valid: --nodes N, --slurm RELEASE, --site NAME, --plugin PATH, --plugstack-args \"k=v ...\", --timeout SECS)" ;;
     esac
   done
+  if ! [[ $nodes =~ ^[1-9][0-9]*$ ]] || ((nodes > k_max_nodes)); then
+    die "up: --nodes $nodes: expected a number of nodes from 1 to $k_max_nodes"
+  fi
+  [[ -z $site || $nodes == 3 ]] ||
+    die "up: --nodes $nodes with --site $site: a site's slurm.conf describes its own 3 nodes"
+  # Registration and the first sinfo take longer the more slurmds share this machine's CPUs.
+  [[ -n $timeout ]] || timeout=$((90 + nodes / 2))
   if [[ -n $site && ! -f $k_sites_dir/$site/slurm.conf ]]; then
     die "up: --site $site: no such site (valid: $(site_names | paste -sd, | sed 's/,/, /g'))"
   fi
@@ -518,13 +656,16 @@ cmd_up() {
   cmd_down    # a previous run may have crashed half-way
   # Start from nothing, but remove only what this script creates: DDP_CLUSTER_DIR may be a
   # directory that holds other things.
-  rm -rf "${k_state:?}"/{etc,log,run,munge,lib,spool,site,dev} "$release_file" "$user_env_file"
+  rm -rf "${k_state:?}"/{etc,log,run,munge,lib,spool,site,dev} "$release_file" "$user_env_file" \
+    "$nodes_file"
   mkdir -p "$k_state"
   if [[ -n $release ]]; then
     root=$("$k_userland" ensure "$release") || die "up: --slurm $release: no userland for it (above)"
     if [[ -z $plugin ]]; then plugin=$(build_plugin "$release"); fi
     echo "$release $root" >"$release_file"
   fi
+  set_nodes "$nodes"
+  echo "$nodes" >"$nodes_file"
   write_user_env
   write_config "$site"
   printf '%s' "$args" >"$etc/plugstack.args"
@@ -533,6 +674,7 @@ cmd_up() {
   for node in "${k_nodes[@]}"; do mkdir -p "$k_state/spool/$node"; done
 
   make_network || fail_up "network namespaces could not be created"
+  neigh_settle hold "$nodes" || fail_up "the kernel's neighbour table cannot hold $nodes nodes (above)"
   start_munge
   start_daemon login "$k_login" slurmctld slurmctld -D -i -f "$conf"
   wait_for "slurmctld answering (scontrol ping)" 30 \
@@ -541,8 +683,8 @@ cmd_up() {
   for i in "${!k_nodes[@]}"; do
     supervise_slurmd "${k_nodes[$i]}" </dev/null >>"$log/slurmd-${k_nodes[$i]}.out" 2>&1 &
   done
-  wait_for "all 3 nodes idle in sinfo" "$timeout" all_nodes_idle
-  say "up in $((SECONDS - started))s: ${k_nodes[*]} idle; slurm: $(
+  wait_for "all $nodes nodes idle in sinfo" "$timeout" all_nodes_idle
+  say "up in $((SECONDS - started))s: $(node_range 0 $((nodes - 1))) idle; slurm: $(
     in_userland slurmctld -V); site: ${site:-none (plain)}; plugin: $(
     [[ -e $plugin_so ]] && echo "$plugin_so ${args}" || echo none); state: $k_state"
 }
@@ -596,8 +738,18 @@ cmd_status() {
   echo "slurm: $(read -r r _ 2>/dev/null <"$release_file" && echo "$r ($(userland_root))" ||
     echo "this machine's")"
   echo "site: $(current_site | grep . || echo 'none (plain)')"
-  echo "namespaces: $(our_namespaces | tr '\n' ' ')"
-  for ns in $(our_namespaces); do
+  echo "nodes: $(node_range 0 $((${#k_nodes[@]} - 1))) (${#k_nodes[@]})"
+  local names shown
+  names=$(our_namespaces)
+  shown=$names
+  if (($(wc -l <<<"$names") <= 8)); then echo "namespaces: $(tr '\n' ' ' <<<"$names")"; else
+    # Hundreds of nodes: the count, and the processes of the login host, bridge and first node.
+    echo "namespaces: $(wc -l <<<"$names")"
+    shown=$(grep -E -e '-(login|br|node0*1)$' <<<"$names")
+  fi
+  echo "neighbour table: $(neigh_now) (gc_thresh1/2/3)$(
+    [[ -e $k_neigh_dir/saved ]] && echo ", raised from $(cat "$k_neigh_dir/saved")")"
+  for ns in $shown; do
     printf '  %-12s %s\n' "$ns" "$(ip netns pids "$ns" 2>/dev/null | xargs -r ps -o comm= -p | sort | uniq -c | xargs)"
   done
   echo "munged: $(munged_pid || echo 'not running')"
@@ -656,6 +808,7 @@ cmd_run() {
 main() {
   local cmd=${1:-}
   (($#)) && shift
+  load_nodes
   case $cmd in
     up) cmd_up "$@" ;;
     down)

@@ -42,6 +42,16 @@ readonly k_packages=(
   procps hostname iproute2 util-linux
 )
 
+# The packages of SUITE's userland, one a line: the list above, and what only one suite adds:
+# unstable ships Apptainer, which the container test of the 26.05 stage runs
+# (tests/cluster/apptainer.bats).
+suite_packages() {
+  printf '%s\n' "${k_packages[@]}"
+  case $1 in
+    sid) echo apptainer ;;
+  esac
+}
+
 die() { printf 'userland.sh: error: %s\n' "$*" >&2; exit 1; }
 say() { printf 'userland.sh: %s\n' "$*" >&2; }
 
@@ -73,7 +83,7 @@ mirror() {
 }
 
 # The stamp records what the chroot was made with; another package list tops it up (top_up_chroot).
-stamp_text() { printf '%s\n' "$1" "${k_packages[@]}"; }
+stamp_text() { echo "$1"; suite_packages "$1"; }
 
 cmd_root() {
   local release=$1 suite
@@ -88,6 +98,10 @@ cmd_root() {
 cmd_enter() {
   local root=$1; shift
   [[ -x $root/bin/sh ]] || die "enter: $root is no userland (userland.sh ensure RELEASE)"
+  # ROOT becomes a mount of its own (with what the caller bound under it) and then "/" through
+  # pivot_root, not chroot: Apptainer inside refuses a chroot ("weak chrooted environment"),
+  # because joining its container's mount namespace would leave it.
+  mount --rbind "$root" "$root"
   mount --bind /proc "$root/proc"
   mount --rbind /sys "$root/sys"
   mount --rbind /dev "$root/dev"
@@ -98,11 +112,15 @@ cmd_enter() {
   if [[ -n ${DDP_USERLAND_APT_CACHE:-} ]]; then
     mount --bind "$DDP_USERLAND_APT_CACHE" "$root/var/cache/apt/archives"
   fi
-  # chroot(8) starts in /; keep the caller's directory when it is one of the shared paths, so
-  # that relative paths (cmake --build build-slurm-RELEASE) mean the same inside.
+  # Keep the caller's directory when it is one of the shared paths, so that relative paths
+  # (cmake --build build-slurm-RELEASE) mean the same inside.
   local dir=/
   [[ -d $root$PWD ]] && dir=$PWD
-  exec chroot "$root" /usr/bin/env --chdir="$dir" "$@"
+  # pivot_root(2)'s own idiom: the old root lands on top of the new one and is detached.
+  cd "$root"
+  pivot_root . .
+  umount -l .
+  exec /usr/bin/env --chdir="$dir" "$@"
 }
 
 cmd_exec() {
@@ -138,10 +156,11 @@ make_chroot() {
 # apt-get installs the package list into SUITE's chroot (WHAT names the step in an error), then
 # stamps the chroot as made with that list.
 install_packages() {
-  local suite=$1 what=$2 root=$k_dir/$1 cache=$k_dir/apt-$1
+  local suite=$1 what=$2 root=$k_dir/$1 cache=$k_dir/apt-$1 packages
+  mapfile -t packages < <(suite_packages "$suite")
   DDP_USERLAND_APT_CACHE=$cache unshare --mount --propagation private -- "$k_self" enter "$root" \
     /bin/sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update &&
-      apt-get install -y -o Dpkg::Options::=--force-confold "$@"' sh "${k_packages[@]}" \
+      apt-get install -y -o Dpkg::Options::=--force-confold "$@"' sh "${packages[@]}" \
     >>"$k_dir/$suite.log" 2>&1 ||
     { tail -n 20 "$k_dir/$suite.log" >&2; die "$what $root failed (log: $k_dir/$suite.log)"; }
   # Packages are cached outside; lists are not needed once installed.

@@ -69,7 +69,7 @@ check_stall_verdict() {
   local rank=$1 node=$2 others=$3 delay
   grep -q '^watch exit 124 at ' <<<"$log"
   grep -q '^ddp-watch: no progress for 15 s (no output): asking every task for its stack$' <<<"$log"
-  grep -Eq "^ddp-watch: verdict: rank $rank on $node at stall\.py:[0-9]+ in load_batch; ranks $others on node01,node02,node03 wait in " <<<"$log"
+  grep -Eq "^ddp-watch: verdict: rank $rank on $node at stall\.py:[0-9]+ in load_batch; ranks $others on node\[01-03\] wait in " <<<"$log"
   delay=$(verdict_delay)
   echo "# verdict $delay s after the last step (limit: timeout $k_timeout s + 30 s)" >&3
   awk -v d="$delay" -v t="$k_timeout" 'BEGIN { exit !(d >= t && d <= t + 30) }'

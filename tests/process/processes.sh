@@ -265,7 +265,7 @@ case "$scenario" in
     rank 3 1 1 node1 6 2 2
     finish
     expect_all_rc 1
-    expect_out rank0-node0-0 "ddp-check: FAULT: inconsistent WORLD_SIZE: ranks 0-2 (node0, node1) say 4, rank 3 (node1) says 6"
+    expect_out rank0-node0-0 "ddp-check: FAULT: inconsistent WORLD_SIZE: ranks 0-2 (node[0-1]) say 4, rank 3 (node1) says 6"
     expect_out rank2-node1-0 "FAILED (verdict of rank 0): inconsistent WORLD_SIZE"
     ;;
   garbage)  # a stray client sends junk and a 1 MB line: ignored, the healthy world passes

@@ -51,6 +51,12 @@ class Hostlist {
   std::size_t size_ = 0;
 };
 
+// `names` as one hostlist in Slurm's compressed notation, for a message: sorted naturally
+// (node2 before node10), duplicates once, names that differ only in a trailing number joined
+// in brackets, zero padding kept: {"node07", "node02", "node01", "node03"} -> "node[01-03,07]",
+// {"login", "gpu10", "gpu9"} -> "gpu[9-10],login". Hostlist::parse() reads it back.
+std::string format_hostlist(std::vector<std::string> names);
+
 // Parses SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE ("2(x3),1") into one count per node.
 Result<std::vector<unsigned>> parse_tasks_per_node(std::string_view text);
 

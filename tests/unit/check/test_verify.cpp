@@ -74,7 +74,7 @@ TEST(VerifyWorld, NamesEveryFault) {
         "missing RANK 3 (WORLD_SIZE=4, 3 distinct arrived)"}},
       {"inconsistent WORLD_SIZE",
        edited(world(2, 2), 3, [](Hello& h) { h.world_size = 6; }),
-       {"inconsistent WORLD_SIZE: ranks 0-2 (node0, node1) say 4, rank 3 (node1) says 6"}},
+       {"inconsistent WORLD_SIZE: ranks 0-2 (node[0-1]) say 4, rank 3 (node1) says 6"}},
       {"rank out of range",
        edited(world(2, 2), 3, [](Hello& h) { h.rank = 9; }),
        {"RANK 9 from node1 is out of range for WORLD_SIZE=4",
@@ -88,13 +88,13 @@ TEST(VerifyWorld, NamesEveryFault) {
        {"duplicate LOCAL_RANK 0 on node 0 (node0): RANK 0,1"}},
       {"two hosts claim one node",
        edited(world(2, 2), 1, [](Hello& h) { h.host = "intruder"; }),
-       {"NODE_RANK 0 claimed by hosts intruder, node0"}},
+       {"NODE_RANK 0 claimed by hosts intruder,node0"}},
       {"one host reports two nodes",
        edited(world(2, 2), 3, [](Hello& h) { h.host = "node0"; }),
-       {"NODE_RANK 1 claimed by hosts node0, node1", "host node0 reports NODE_RANK 0,1"}},
+       {"NODE_RANK 1 claimed by hosts node[0-1]", "host node0 reports NODE_RANK 0,1"}},
       {"inconsistent NNODES",
        edited(world(2, 2), 0, [](Hello& h) { h.nnodes = 3; }),
-       {"inconsistent NNODES: ranks 1-3 (node0, node1) say 2, rank 0 (node0) says 3"}},
+       {"inconsistent NNODES: ranks 1-3 (node[0-1]) say 2, rank 0 (node0) says 3"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -103,6 +103,25 @@ TEST(VerifyWorld, NamesEveryFault) {
     EXPECT_EQ(report.faults, c.faults);
     EXPECT_EQ(report.ok(), c.faults.empty());
   }
+}
+
+TEST(VerifyWorld, NodeListsStayOneShortLineAt256Nodes) {
+  // Every rank of 256 nodes claims NODE_RANK 0: each fault names the hosts as one hostlist.
+  auto hellos = world(256, 1);
+  for (auto& h : hellos) h.node_rank = 0;
+  auto report = verify_world(hellos, hellos[0], Scope::ranks);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.faults.front(), "NODE_RANK 0 claimed by hosts node[0-255]");
+  for (const std::string& fault : report.faults) EXPECT_LT(fault.size(), 300u) << fault;
+  auto table = render_table(hellos, Scope::ranks);
+  EXPECT_NE(table.find("\n0     node[0-255]  0-255"), std::string::npos) << table.substr(0, 300);
+
+  // Five processes with one RANK: a count and a hostlist instead of five host (pid) pairs.
+  auto dup = world(5, 1);
+  for (auto& h : dup) h.rank = h.rank == 0 ? 0 : 1;
+  report = verify_world(dup, dup[0], Scope::ranks);
+  ASSERT_FALSE(report.faults.empty());
+  EXPECT_EQ(report.faults.front(), "duplicate RANK 1 from 4 processes on node[1-4]");
 }
 
 TEST(VerifyWorld, RankZeroOwnViewVotesOnSizes) {
@@ -145,7 +164,7 @@ TEST(VerifyWorld, TorchrunScopeChecksNodes) {
   auto odd = edited(nodes, 2, [](Hello& h) { h.nproc_per_node = 2; });
   EXPECT_EQ(verify_world(odd, odd[0], Scope::nodes).faults,
             std::vector<std::string>{
-                "inconsistent NPROC_PER_NODE: node 2 (gpu2) says 2, nodes 0,1 (gpu0, gpu1) say 4"});
+                "inconsistent NPROC_PER_NODE: node 2 (gpu2) says 2, nodes 0,1 (gpu[0-1]) say 4"});
 }
 
 TEST(RenderTable, OneRowPerNode) {

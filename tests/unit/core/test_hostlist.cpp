@@ -1,6 +1,7 @@
 // Hostlist and tasks-per-node parsing, checked against what Slurm writes and what it rejects.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -267,6 +268,81 @@ TEST(TasksPerNode, SummarizesWithoutExpanding) {
     EXPECT_EQ(s->on_node, c.expected.on_node);
     EXPECT_EQ(s->first_crowded, c.expected.first_crowded);
     EXPECT_EQ(s->most, c.expected.most);
+  }
+}
+
+}  // namespace
+}  // namespace ddp
+
+namespace ddp {
+namespace {
+
+struct FormatCase {
+  Names names;
+  std::string_view text;
+};
+
+// What `scontrol show hostlist` writes for the same names (Slurm 22.05), and the cases where
+// our messages need a rule of their own: names without a number, natural order, odd widths.
+const FormatCase k_format_cases[] = {
+    {{}, ""},
+    {{"node01"}, "node01"},
+    {{"node03", "node01", "node02", "node07"}, "node[01-03,07]"},
+    {{"node01", "node02"}, "node[01-02]"},
+    {{"node01", "node01", "node02"}, "node[01-02]"},
+    {{"node10", "node9", "node2"}, "node[2,9-10]"},
+    {{"node99", "node100", "node101"}, "node[99-101]"},
+    {{"node09", "node10", "node11"}, "node[09-11]"},
+    {{"node009", "node010", "node100", "node256"}, "node[009-010,100,256]"},
+    {{"node1", "node01"}, "node1,node01"},
+    {{"login", "node02", "node01", "gpu-a1"}, "gpu-a1,login,node[01-02]"},
+    {{"rack10-n1", "rack2-n1", "rack2-n2"}, "rack2-n[1-2],rack10-n1"},
+    {{"n1x2", "n1x3", "n2x2"}, "n1x[2-3],n2x2"},
+    {{"node", "node1", "node2"}, "node,node[1-2]"},
+    {{"a0", "a1", "a00"}, "a[0-1],a00"},
+    {{"an unknown node", "node02", "node01"}, "an unknown node,node[01-02]"},
+    {{"node1234567890123456789", "node1"}, "node1,node1234567890123456789"},
+};
+
+TEST(FormatHostlist, WritesSlurmsCompressedNotation) {
+  for (const auto& c : k_format_cases) {
+    EXPECT_EQ(format_hostlist(c.names), c.text) << testing::PrintToString(c.names);
+  }
+}
+
+TEST(FormatHostlist, TwoHundredFiftySixNodesAreOneShortWord) {
+  Names names;
+  for (int i = 256; i >= 1; --i)
+    names.push_back("node" + std::string(i < 10 ? "00" : i < 100 ? "0" : "") + std::to_string(i));
+  EXPECT_EQ(format_hostlist(names), "node[001-256]");
+  names.erase(names.begin() + 100);  // node156
+  EXPECT_EQ(format_hostlist(names), "node[001-155,157-256]");
+}
+
+// Whatever the names, Slurm's parser reads the text back as the same set of names.
+TEST(FormatHostlist, ParsesBackToTheSameNames) {
+  std::mt19937 random(23);
+  const std::vector<std::string> prefixes = {"node", "gpu", "n1x", "login", "a"};
+  for (int round = 0; round < 2000; ++round) {
+    Names names;
+    int count = static_cast<int>(random() % 12) + 1;
+    for (int i = 0; i < count; ++i) {
+      std::string name = prefixes[random() % prefixes.size()];
+      if (random() % 5 != 0) {
+        std::string number = std::to_string(random() % 120);
+        if (random() % 2 == 0 && number.size() < 3) number.insert(0, 3 - number.size(), '0');
+        name += number;
+      }
+      names.push_back(name);
+    }
+    std::string text = format_hostlist(names);
+    auto parsed = Hostlist::parse(text);
+    ASSERT_TRUE(parsed) << text << ": " << parsed.error().message;
+    Names back = parsed->expand();
+    std::sort(back.begin(), back.end());
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    EXPECT_EQ(back, names) << text;
   }
 }
 

@@ -100,3 +100,25 @@ TEST(WatchOptions, RequeueTargetIsTheArrayTaskAlone) {
   EXPECT_EQ(requeue_target("40", "40", "0"), "40_0");
   EXPECT_EQ(requeue_target("41", "40", ""), "41");
 }
+
+TEST(WatchOptions, Heal) {
+  auto o = parse_options(
+      {"--timeout=1m", "--heal", "rec", "--heal-max=5", "--heal-no-exclude", "srun", "ddp-check"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->heal, "rec");
+  EXPECT_EQ(o->heal_max, 5);
+  EXPECT_FALSE(o->heal_exclude);
+  auto d = parse_options({"--timeout=1m", "--heal=rec", "srun"});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->heal_max, 3);
+  EXPECT_TRUE(d->heal_exclude);
+  EXPECT_EQ(parse_options({"--timeout=1m", "--heal", "--", "srun"}).error().message,
+            "ddp-watch: --heal needs a file name");
+  EXPECT_EQ(
+      parse_options({"--timeout=1m", "--heal=r", "--requeue-stalled=1", "srun"}).error().message,
+      "ddp-watch: --heal and --requeue-stalled both requeue: give one (--heal-max N caps "
+      "the requeues of --heal)");
+  EXPECT_EQ(parse_options({"--timeout=1m", "--heal-mx=1", "srun"}).error().message,
+            "ddp-watch: unknown option \"--heal-mx=1\" (did you mean --heal-max?); see ddp-watch "
+            "--help");
+}

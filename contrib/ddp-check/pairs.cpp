@@ -1,0 +1,147 @@
+// The round-robin schedule of node pairs and the slow-node verdict.
+#include "ddp-check/pairs.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "libddp/util/text.hpp"
+
+namespace ddp::check {
+namespace {
+
+std::string fixed1(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", value);
+  return buf;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+// A table of `hosts` x `hosts` cells, "-" where `cell` has nothing; `last` adds a column.
+template <class Cell, class Last>
+std::string matrix(const std::vector<std::string>& hosts, const std::string& title, Cell cell,
+                   const std::string& last_title, Last last) {
+  const std::size_t n = hosts.size();
+  std::size_t host_width = 4;
+  for (const auto& h : hosts) host_width = std::max(host_width, h.size());
+  std::vector<std::vector<std::string>> rows(n);
+  std::size_t width = std::max<std::size_t>(5, text::decimal(n).size());
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      std::optional<double> v = i == j ? std::nullopt : cell(i, j);
+      rows[i].push_back(v ? fixed1(*v) : "-");
+      width = std::max(width, rows[i].back().size());
+    }
+  }
+  auto pad = [](std::string s, std::size_t w) {
+    return std::string(w - std::min(w, s.size()), ' ') + s;
+  };
+  std::string out = title + "\n" + pad("node", 4) + " " + std::string(host_width, ' ');
+  for (std::size_t j = 0; j < n; ++j) out += " " + pad(text::decimal(j), width);
+  out += "  " + last_title + "\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    out +=
+        pad(text::decimal(i), 4) + " " + hosts[i] + std::string(host_width - hosts[i].size(), ' ');
+    for (const auto& c : rows[i]) out += " " + pad(c, width);
+    out += "  " + last(i) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<PairRound> pair_rounds(std::uint32_t nodes, std::uint32_t max_rounds) {
+  if (nodes < 2) return {};
+  // An odd count gets a placeholder node; whoever meets it sits the round out.
+  const std::uint32_t m = nodes + nodes % 2;
+  std::vector<std::uint32_t> seat(m);
+  for (std::uint32_t i = 0; i < m; ++i) seat[i] = i;
+  std::uint32_t rounds = m - 1;
+  if (max_rounds > 0) rounds = std::min(rounds, max_rounds);
+  std::vector<PairRound> out(rounds);
+  for (std::uint32_t r = 0; r < rounds; ++r) {
+    for (std::uint32_t i = 0; i < m / 2; ++i) {
+      std::uint32_t a = seat[i], b = seat[m - 1 - i];
+      if (a >= nodes || b >= nodes) continue;
+      out[r].push_back({std::min(a, b), std::max(a, b)});
+    }
+    // Seat 0 stays, the others move one seat on.
+    std::rotate(seat.begin() + 1, seat.end() - 1, seat.end());
+  }
+  return out;
+}
+
+PairVerdict judge_pairs(std::uint32_t nodes, const std::vector<PairResult>& results,
+                        double threshold) {
+  PairVerdict v;
+  v.node_gbit_s.assign(nodes, 0.0);
+  for (const PairResult& r : results) {
+    if (r.pair.first >= nodes || r.pair.second >= nodes) continue;
+    const double bw = r.gbit_s.value_or(0.0);
+    for (std::uint32_t n : {r.pair.first, r.pair.second}) {
+      v.node_gbit_s[n] = std::max(v.node_gbit_s[n], bw);
+    }
+  }
+  v.median_gbit_s = median(v.node_gbit_s);
+  if (nodes < 3) {
+    v.undecided = "fewer than 3 nodes: a slow pair does not tell which of its nodes is slow";
+  } else if (v.median_gbit_s <= 0) {
+    // Half the nodes or more measured nothing: the fault is not one node's.
+    v.undecided = "no bandwidth measured for half of the nodes or more";
+  } else {
+    for (std::uint32_t n = 0; n < nodes; ++n) {
+      if (v.node_gbit_s[n] < threshold * v.median_gbit_s) v.slow.push_back(n);
+    }
+  }
+  return v;
+}
+
+std::string render_pair_table(const std::vector<std::string>& hosts,
+                              const std::vector<PairResult>& results, const PairVerdict& verdict) {
+  auto find = [&](std::size_t i, std::size_t j) -> const PairResult* {
+    for (const PairResult& r : results) {
+      if ((r.pair.first == i && r.pair.second == j) || (r.pair.first == j && r.pair.second == i))
+        return &r;
+    }
+    return nullptr;
+  };
+  auto bw = [&](std::size_t i, std::size_t j) -> std::optional<double> {
+    const PairResult* r = find(i, j);
+    return r != nullptr ? r->gbit_s : std::nullopt;
+  };
+  auto rtt = [&](std::size_t i, std::size_t j) -> std::optional<double> {
+    const PairResult* r = find(i, j);
+    return r != nullptr ? r->rtt_us : std::nullopt;
+  };
+  auto figure = [&](std::size_t i) {
+    bool slow = std::find(verdict.slow.begin(), verdict.slow.end(), i) != verdict.slow.end();
+    double value = i < verdict.node_gbit_s.size() ? verdict.node_gbit_s[i] : 0.0;
+    return fixed1(value) + (slow ? " SLOW" : "");
+  };
+  return matrix(hosts, "pairs: bandwidth in Gbit/s (the slower direction)", bw, "best", figure) +
+         matrix(hosts, "pairs: round trip in microseconds", rtt, "",
+                [](std::size_t) { return std::string(); });
+}
+
+std::string describe_pairs(const std::vector<std::string>& hosts, const PairVerdict& verdict,
+                           double threshold) {
+  char share[32];
+  std::snprintf(share, sizeof share, "%g", threshold);
+  const std::string rule =
+      "median " + fixed1(verdict.median_gbit_s) + " Gbit/s, threshold " + share + " x median";
+  if (verdict.undecided) return "no slow node named: " + *verdict.undecided;
+  if (verdict.slow.empty()) return "no slow node (" + rule + ")";
+  std::vector<std::string> named;
+  for (std::uint32_t n : verdict.slow) {
+    const std::string host = n < hosts.size() ? hosts[n] : "node " + text::decimal(n);
+    named.push_back(host + " (" + fixed1(verdict.node_gbit_s[n]) + " Gbit/s)");
+  }
+  return "slow: " + text::join(named, ", ") + "; " + rule;
+}
+
+}  // namespace ddp::check

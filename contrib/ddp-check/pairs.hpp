@@ -1,0 +1,66 @@
+// The pairwise test of a step's nodes: which pairs meet in which round, and which nodes are
+// slow. Pure: the measurements come in as values, the verdict and the table go out as text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddp::check {
+
+// Two nodes (indices into the step's node list) that measure each other; `first` < `second`.
+struct NodePair {
+  std::uint32_t first = 0;
+  std::uint32_t second = 0;
+  friend bool operator==(const NodePair&, const NodePair&) = default;
+};
+
+// The pairs of one round: no node appears twice, so the pairs of a round run at once.
+using PairRound = std::vector<NodePair>;
+
+// Every pair of `nodes` nodes exactly once, in nodes - 1 rounds (even count) or nodes rounds
+// (odd count: one node sits each round out), by the circle method of round-robin tournaments.
+// `max_rounds` > 0 keeps only the first rounds (a sample of the pairs for large steps).
+std::vector<PairRound> pair_rounds(std::uint32_t nodes, std::uint32_t max_rounds = 0);
+
+// One pair's measurement: bandwidth in Gbit/s (the slower of the two directions) and the
+// round-trip latency in microseconds; nullopt when the pair could not be measured.
+struct PairResult {
+  NodePair pair;
+  std::optional<double> gbit_s;
+  std::optional<double> rtt_us;
+};
+
+// Default for --pairs-threshold: a node below half of the median is slow.
+inline constexpr double k_default_pairs_threshold = 0.5;
+
+// The verdict on the nodes.
+struct PairVerdict {
+  // A node's figure: the best bandwidth of the pairs it took part in (0 when none could be
+  // measured). The best, not the mean: a healthy node's pairs with a slow peer are slow too,
+  // but its pair with another healthy node is not, so only the slow node scores low.
+  std::vector<double> node_gbit_s;
+  double median_gbit_s = 0;
+  std::vector<std::uint32_t> slow;  // nodes below threshold x median, in index order
+  // Why no node can be named: fewer than three measured nodes cannot say which side of a
+  // slow pair is at fault.
+  std::optional<std::string> undecided;
+};
+
+// Scores the nodes from the results of `nodes` nodes and names those below `threshold` times
+// the median of the node figures.
+PairVerdict judge_pairs(std::uint32_t nodes, const std::vector<PairResult>& results,
+                        double threshold);
+
+// The node x node table: bandwidth above the diagonal's mirror, i.e. row i column j holds the
+// pair (i, j) in Gbit/s and "-" on the diagonal or for a pair not measured; a last column with
+// each node's figure and "SLOW" for the named ones. `hosts` names the rows and columns.
+std::string render_pair_table(const std::vector<std::string>& hosts,
+                              const std::vector<PairResult>& results, const PairVerdict& verdict);
+
+// One line: "slow: node03 (0.9 Gbit/s, median 9.4 Gbit/s, threshold 0.5)" or "no slow node ...".
+std::string describe_pairs(const std::vector<std::string>& hosts, const PairVerdict& verdict,
+                           double threshold);
+
+}  // namespace ddp::check

@@ -1,0 +1,202 @@
+// The healing decision, the suspect line and the record kept between runs.
+#include "ddp-watch/heal.hpp"
+
+#include <algorithm>
+
+#include "libddp/core/hostlist.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddp::watch {
+namespace {
+
+// A value for one field of the record or the suspect line: no tab, no line break.
+std::string field(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// The suspects of this run, one per node (the first evidence wins), only the run's own nodes.
+std::vector<Suspect> distinct(const RunOutcome& outcome, std::vector<std::string>& log) {
+  std::vector<Suspect> out;
+  std::vector<std::string> seen;
+  for (const Suspect& s : outcome.suspects) {
+    if (contains(seen, s.node)) continue;
+    seen.push_back(s.node);
+    if (!outcome.nodes.empty() && !contains(outcome.nodes, s.node)) {
+      log.push_back("ignoring " + text::quote(s.node) + ": not a node of this run (" +
+                    format_hostlist(outcome.nodes) + ")");
+      continue;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+// Why the fault is not a node's, or "" when the suspects are to be believed.
+std::string follows_the_job(const HealRecord& record, const RunOutcome& outcome,
+                            const std::vector<Suspect>& suspects) {
+  if (suspects.empty()) return "no node was named";
+  if (!outcome.nodes.empty() && suspects.size() >= outcome.nodes.size()) {
+    return "every node of the run was named";
+  }
+  for (const Suspect& s : suspects) {
+    if (s.signature.empty()) continue;
+    for (const Exclusion& e : record.excluded) {
+      if (e.suspect.signature == s.signature && e.suspect.node != s.node) {
+        return "it hung at " + s.signature + " on " + s.node + " as on " + e.suspect.node +
+               " in run " + std::to_string(e.run) + ", a node since excluded";
+      }
+    }
+  }
+  return "";
+}
+
+std::string cap_text(const HealPolicy& policy) {
+  return "heal.max_requeues: " + std::to_string(policy.max_requeues);
+}
+
+void decide_unblamed(HealDecision& d, const RunOutcome& outcome, const HealPolicy& policy,
+                     const std::string& why) {
+  if (d.record.unblamed == 0 && outcome.restarts < policy.max_requeues) {
+    d.record.unblamed = 1;
+    d.action = HealAction::requeue;
+    d.log.push_back("not blaming a node: " + why +
+                    "; requeueing once as it is, a second such failure ends the job");
+    return;
+  }
+  d.action = HealAction::fail;
+  if (d.record.unblamed > 0) {
+    d.log.push_back("the fault follows the job: " + why + ", after a retry that failed too; " +
+                    "it is the program's or its input's, not a node's: not requeueing");
+  } else {
+    d.log.push_back("not blaming a node: " + why + "; not requeueing: restarted " +
+                    std::to_string(outcome.restarts) + " time(s), the cap (" + cap_text(policy) +
+                    ")");
+  }
+}
+
+}  // namespace
+
+std::string format_record(const HealRecord& record) {
+  std::string out = "unblamed\t" + std::to_string(record.unblamed) + "\n";
+  for (const Exclusion& e : record.excluded) {
+    out += "excluded\t" + std::to_string(e.run) + "\t" + field(e.suspect.node) + "\t" +
+           std::string(fault_name(e.suspect.fault)) + "\t" + field(e.suspect.signature) + "\t" +
+           field(e.suspect.evidence) + "\n";
+  }
+  return out;
+}
+
+Result<HealRecord> parse_record(std::string_view text) {
+  HealRecord record;
+  int number = 0;
+  for (std::string_view line : text::split(text, '\n')) {
+    ++number;
+    if (line.empty()) continue;
+    auto fields = text::split(line, '\t');
+    auto bad = [&] {
+      return fail("line " + std::to_string(number) +
+                  ": not a heal record line: " + text::quote(line));
+    };
+    if (fields[0] == "unblamed" && fields.size() == 2) {
+      auto n = text::parse_uint<unsigned>(fields[1]);
+      if (!n) return bad();
+      record.unblamed = *n;
+    } else if (fields[0] == "excluded" && fields.size() == 6) {
+      auto run = text::parse_uint<unsigned>(fields[1]);
+      auto fault = parse_fault(fields[3]);
+      if (!run || !fault || fields[2].empty()) return bad();
+      record.excluded.push_back(
+          {*run, {std::string(fields[2]), *fault, std::string(fields[5]), std::string(fields[4])}});
+    } else {
+      return bad();
+    }
+  }
+  return record;
+}
+
+HealDecision decide_heal(const HealRecord& record, const RunOutcome& outcome,
+                         const HealPolicy& policy) {
+  HealDecision d;
+  d.record = record;
+  if (!outcome.failed) return d;
+  const std::vector<Suspect> suspects = distinct(outcome, d.log);
+  const std::string why = follows_the_job(record, outcome, suspects);
+  if (!why.empty()) {
+    decide_unblamed(d, outcome, policy, why);
+    return d;
+  }
+  const bool requeue = outcome.restarts < policy.max_requeues;
+  for (const Suspect& s : suspects) {
+    const std::string head = s.node + " (" + std::string(fault_name(s.fault)) + "): " + s.evidence;
+    if (!policy.exclude || !requeue) {
+      d.log.push_back("named " + head);
+      continue;
+    }
+    // Named again although excluded before: that exclusion did not take; it is asked again.
+    const bool again = std::any_of(record.excluded.begin(), record.excluded.end(),
+                                   [&](const Exclusion& e) { return e.suspect.node == s.node; });
+    d.log.push_back((again ? "excluding again " : "excluding ") + head);
+    d.exclude.push_back(s.node);
+    if (!again) d.record.excluded.push_back({outcome.restarts, s});
+  }
+  if (!requeue) {
+    d.action = HealAction::fail;
+    d.log.push_back("not requeueing: restarted " + std::to_string(outcome.restarts) +
+                    " time(s), the cap (" + cap_text(policy) + ")");
+    return d;
+  }
+  d.action = HealAction::requeue;
+  d.log.push_back("requeueing: restart " + std::to_string(outcome.restarts + 1) + " of at most " +
+                  std::to_string(policy.max_requeues) +
+                  (d.exclude.empty() ? " on any nodes (heal.exclude is off)"
+                                     : " without " + format_hostlist(d.exclude)));
+  return d;
+}
+
+std::string excluded_summary(const HealRecord& record) {
+  if (record.excluded.empty()) return "excluded across runs: none";
+  std::vector<std::string> parts;
+  for (const Exclusion& e : record.excluded) {
+    parts.push_back(e.suspect.node + " (run " + std::to_string(e.run) + ", " +
+                    std::string(fault_name(e.suspect.fault)) + ")");
+  }
+  return "excluded across runs: " + text::join(parts, ", ");
+}
+
+std::string merged_exclusion(std::string_view current, const std::vector<std::string>& add) {
+  std::string list{text::trim(current)};
+  if (list == "(null)") list.clear();
+  std::vector<std::string> items;
+  for (std::string_view item : text::split(list, ',')) {
+    if (!item.empty()) items.emplace_back(item);
+  }
+  std::string out = list;
+  for (const std::string& node : add) {
+    if (contains(items, node)) continue;
+    items.push_back(node);
+    out += (out.empty() ? "" : ",") + node;
+  }
+  return out;
+}
+
+std::string exclusion_field(std::string_view show_job) {
+  constexpr std::string_view k_key = "ExcNodeList=";
+  for (std::size_t at = show_job.find(k_key); at != std::string_view::npos;
+       at = show_job.find(k_key, at + 1)) {
+    // A whole field: at the start or after a blank (not "ReqExcNodeList=" or the like).
+    if (at > 0 && show_job[at - 1] != ' ' && show_job[at - 1] != '\n') continue;
+    std::string_view value = show_job.substr(at + k_key.size());
+    return std::string(value.substr(0, value.find_first_of(" \n")));
+  }
+  return "";
+}
+
+}  // namespace ddp::watch

@@ -1,0 +1,77 @@
+// Healing: from what preflight and the watchdog named, which nodes a job leaves behind when it
+// is requeued, or why it is not requeued. Pure: the evidence, the record of earlier runs and
+// the policy come in as values; the decision and the lines to log go out.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "libddp/util/result.hpp"
+#include "libddp/util/suspect.hpp"
+
+namespace ddp::watch {
+
+using ddp::Fault;
+using ddp::Suspect;
+
+// What the runs of a job so far left behind (the record file, one line per entry).
+struct Exclusion {
+  unsigned run = 0;  // SLURM_RESTART_COUNT of the run that named it
+  Suspect suspect;
+};
+struct HealRecord {
+  std::vector<Exclusion> excluded;
+  unsigned unblamed = 0;  // runs that failed with no node to blame
+};
+
+// The record as text, and back; a line that is not a record's is an error naming it.
+std::string format_record(const HealRecord& record);
+Result<HealRecord> parse_record(std::string_view text);
+
+// heal: {exclude, max_requeues} of the job file.
+struct HealPolicy {
+  bool exclude = true;
+  unsigned max_requeues = 0;
+};
+
+// How this run ended.
+struct RunOutcome {
+  bool failed = false;             // the preflight or the training step failed or stalled
+  std::vector<Suspect> suspects;   // every node named, duplicates allowed
+  std::vector<std::string> nodes;  // the job's nodes in this run
+  unsigned restarts = 0;           // SLURM_RESTART_COUNT
+};
+
+enum class HealAction {
+  done,     // nothing failed
+  requeue,  // requeue, leaving out `exclude`
+  fail,     // end the job: the cap, or a fault that is not a node's
+};
+
+struct HealDecision {
+  HealAction action = HealAction::done;
+  std::vector<std::string> exclude;  // nodes to add to the job's excluded list
+  std::vector<std::string> log;      // one line per exclusion with its evidence, then the why
+  HealRecord record;                 // the record for the next run
+};
+
+// Decides: nodes named and not every node of the run -> exclude them and requeue within the
+// cap; nothing named, or every node, or a hang at the place it hung before on a node since
+// excluded -> the fault follows the job: one plain retry, then fail saying so.
+HealDecision decide_heal(const HealRecord& record, const RunOutcome& outcome,
+                         const HealPolicy& policy);
+
+// The closing line: "excluded across runs: node03 (run 0, unreachable), ..." or "... none".
+std::string excluded_summary(const HealRecord& record);
+
+// The job's excluded list with `add` merged in, for scontrol update ExcNodeList= (Slurm 22.05
+// and later refuse "ExcNodeList+="; the whole list is written). `current` is what scontrol
+// show job printed: "(null)" or empty for none.
+std::string merged_exclusion(std::string_view current, const std::vector<std::string>& add);
+
+// The ExcNodeList= field of `scontrol show job -o` output ("" when absent).
+std::string exclusion_field(std::string_view show_job);
+
+}  // namespace ddp::watch

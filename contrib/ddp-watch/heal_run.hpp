@@ -1,0 +1,17 @@
+// The edge of healing (ddp-watch --heal): reads and writes the record, asks Slurm for the
+// job's nodes and excluded list, requeues and excludes. The decision is heal.hpp's.
+#pragma once
+
+#include <vector>
+
+#include "ddp-watch/options.hpp"
+#include "libddp/util/suspect.hpp"
+
+namespace ddp::watch {
+
+// After the watched command ended: decides from `suspects` whether to exclude nodes and
+// requeue, acts, logs each step on stderr and ends with the nodes excluded across runs.
+// `failed`: the command failed or stalled. Returns whether the job was requeued.
+bool heal_after(const Options& options, bool failed, const std::vector<Suspect>& suspects);
+
+}  // namespace ddp::watch

@@ -1,0 +1,41 @@
+// The line with which a program names a node it blames, and the faults it can name: ddp-check
+// prints it, ddp-watch reads it back from the output it watches. Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ddp {
+
+// Why a node is suspected.
+enum class Fault {
+  unreachable,      // it could not reach rank 0, or rank 0 not it
+  missing_rank,     // a rank of it never said hello
+  slow,             // its pairwise bandwidth is below the threshold
+  fabric,           // the declared network is missing or down on it
+  hang,             // its ranks were elsewhere while the others waited in a collective
+  hardware_signal,  // a rank on it died of SIGBUS (a memory or device error, not the program)
+  node_failure,     // Slurm reported the node failed
+};
+
+// "unreachable", "missing-rank", ... as written in the log and the record; parse_fault reads it.
+std::string_view fault_name(Fault fault);
+std::optional<Fault> parse_fault(std::string_view name);
+
+// One named node and the evidence against it. `signature` is where the program was (the frame
+// of a hang, without the node): the same signature on another node after an exclusion means
+// the fault follows the program, not a node.
+struct Suspect {
+  std::string node;
+  Fault fault = Fault::unreachable;
+  std::string evidence;
+  std::string signature;
+};
+
+// The line ddp-check prints for a node it blames, and ddp-watch reads back from the output:
+// "ddp-check: suspect NODE: FAULT: EVIDENCE".
+std::string suspect_line(const Suspect& suspect);
+std::optional<Suspect> parse_suspect_line(std::string_view line);
+
+}  // namespace ddp

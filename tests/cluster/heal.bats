@@ -1,0 +1,140 @@
+#!/usr/bin/env bats
+# Self-healing on the embedded cluster: 4 nodes, jobs of 3. The batch script runs the preflight
+# (ddp-check) and the training (gloo, CPU) each under `ddp-watch --heal`, as ddpgen renders a
+# job with `heal:`; a fault is injected on one node, and the test reads what Slurm did:
+#   - node03 cannot reach the head (a blackhole route in its namespace): the preflight names it,
+#     the job is requeued without it (ExcNodeList=node03) and trains on node[01-02,04];
+#   - every rank on node02 hangs in its data loading: ddp-watch's verdict names node02, the job
+#     is requeued without it and finishes;
+#   - a bug that fails every rank: no node is blamed, one plain retry, then the job fails saying
+#     the fault follows it.
+# The cluster of the ctest fixture has 3 nodes; setup_file starts it again with 4 (same Slurm,
+# same plugin) and teardown_file puts 3 back, a few seconds each.
+#
+# Needs: the cluster with the plugin, Debian's python3-torch, ddp-check and ddp-watch
+# ($DDP_CHECK_BIN, $DDP_WATCH_BIN, else the build's). Missing ones skip, visibly.
+
+bats_require_minimum_version 1.5.0
+load lib
+
+k_stall_py=$REPO/tests/cluster/stall.py
+k_job_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# The nodes the fixture's cluster had, to put back; empty when nothing was changed.
+setup_file() {
+  export HEAL_RESTORE_NODES=""
+  "$CLUSTER" status >/dev/null 2>&1 || return 0
+  local nodes
+  nodes=$(cat "$DDP_CLUSTER_DIR/nodes" 2>/dev/null || echo 3)
+  ((nodes < 4)) || return 0
+  [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || return 0
+  cp "$DDP_CLUSTER_DIR/lib/spank_ddp.so" "$BATS_FILE_TMPDIR/spank_ddp.so"
+  HEAL_RESTORE_NODES=$nodes
+  "$CLUSTER" up --nodes 4 ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} \
+    --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" >&3
+}
+
+teardown_file() {
+  [[ -n ${HEAL_RESTORE_NODES:-} ]] || return 0
+  "$CLUSTER" up --nodes "$HEAL_RESTORE_NODES" ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} \
+    --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" >&3
+}
+
+setup() {
+  skip_unless_cluster
+  [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || skip "the cluster runs without the plugin"
+  (($(cat "$DDP_CLUSTER_DIR/nodes") >= 4)) || skip "the cluster has fewer than 4 nodes"
+  need_torch
+  watch_bin=${DDP_WATCH_BIN:-$REPO/build/contrib/ddp-watch/ddp-watch}
+  check_bin=${DDP_CHECK_BIN:-$REPO/build/contrib/ddp-check/ddp-check}
+  [[ -x $watch_bin ]] || skip "ddp-watch not built (cmake --build build) and DDP_WATCH_BIN unset"
+  [[ -x $check_bin ]] || skip "ddp-check not built (cmake --build build) and DDP_CHECK_BIN unset"
+  work=$(mktemp -d /tmp/ddp-heal.XXXXXX)
+  blackholed=""
+}
+
+teardown() {
+  if [[ -n ${blackholed:-} ]]; then
+    ip netns exec "$(netns "$blackholed")" ip route del blackhole "$SUBNET.11/32" || true
+  fi
+  [[ -n ${job:-} ]] && cl scancel "$job" 2>/dev/null
+  [[ -n ${work:-} ]] && rm -rf "$work"
+}
+
+# The network namespace of cluster node $1 (cluster.sh's names).
+netns() {
+  if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
+}
+
+# submit PROGRAM ARGS...: a 3-node job, one rank per node, preflight then PROGRAM, each under
+# ddp-watch --heal with at most 2 requeues; appends every run to $work/job.out. Sets $job.
+submit() {
+  cat >"$work/job.sh" <<JOB
+#!/bin/bash
+#SBATCH --nodes=3 --ntasks-per-node=1 --time=5:00 --requeue
+#SBATCH --output=$work/job.out --open-mode=append
+export OMP_NUM_THREADS=1
+echo "run \${SLURM_RESTART_COUNT:-0} on \$SLURM_JOB_NODELIST"
+heal=(--heal $work/heal.record --heal-max 2)
+$watch_bin --timeout 60s "\${heal[@]}" -- srun --ddp $check_bin --timeout 10 || exit 1
+$watch_bin --timeout 10s --startup 120s --grace 5s --stacks $work/stacks.txt "\${heal[@]}" \\
+  -- srun --ddp /usr/bin/python3 $*
+JOB
+  job=$(cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.sh)
+}
+
+# ended STATE: waits for $job to end, shows its output, and checks the final state.
+ended() {
+  local state
+  state=$(wait_job_end "$job" 300)
+  cut -c1-300 "$work/job.out" | grep -v '^step '
+  echo "job $job ended $state"
+  [ "$state" = "$1" ]
+}
+
+# field NAME: the job's NAME= field (Restarts, ExcNodeList).
+field() {
+  cl scontrol show job -o "$job" | grep -oE "(^| )$1=[^ ]*" | cut -d= -f2
+}
+
+@test "a node that cannot reach the head: preflight names it, the job trains without it" {
+  ip netns exec "$(netns node03)" ip route add blackhole "$SUBNET.11/32"
+  blackholed=node03
+  submit "$k_stall_py" --steps 5
+  ended COMPLETED
+  [ "$(field Restarts)" = 1 ]
+  [ "$(field ExcNodeList)" = node03 ]
+  grep -qx "run 0 on node\[01-03\]" "$work/job.out"
+  grep -qE "^ddp-watch: heal: excluding node03 \(unreachable\): srun: Task launch for StepId=$job\.0 failed on node node03: " "$work/job.out"
+  grep -qx "ddp-watch: heal: requeueing: restart 1 of at most 2 without node03" "$work/job.out"
+  grep -qx "run 1 on node\[01-02,04\]" "$work/job.out"
+  grep -qE "^ddp-check: OK: 3 ranks on 3 nodes reached " "$work/job.out"
+  grep -qx "done 5 steps world 3" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: node03 (run 0, unreachable)" ]
+}
+
+@test "ranks that hang on one node: ddp-watch names it, the job finishes without it" {
+  submit "$k_stall_py" --steps 8 --at-step 3 --hang-node node02
+  ended COMPLETED
+  [ "$(field Restarts)" = 1 ]
+  [ "$(field ExcNodeList)" = node02 ]
+  grep -qE "^ddp-watch: heal: excluding node02 \(hang\): rank 1 at stall\.py:[0-9]+ in load_batch while ranks 0,2 waited in " "$work/job.out"
+  grep -qx "run 1 on node\[01,03-04\]" "$work/job.out"
+  grep -qx "done 8 steps world 3" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: node02 (run 0, hang)" ]
+}
+
+@test "a bug that fails on every node: one retry, then the job fails saying so" {
+  cat >"$work/bug.py" <<'EOF'
+import os
+raise ValueError(f"a bug in the program (rank {os.environ['RANK']})")
+EOF
+  submit "$work/bug.py"
+  ended FAILED
+  [ "$(field Restarts)" = 1 ]
+  [ "$(field ExcNodeList)" = "(null)" ]
+  [ "$(grep -c "^ValueError: a bug in the program (rank [0-2])$" "$work/job.out")" -eq 6 ]
+  grep -qx "ddp-watch: heal: not blaming a node: no node was named; requeueing once as it is, a second such failure ends the job" "$work/job.out"
+  grep -qx "ddp-watch: heal: the fault follows the job: no node was named, after a retry that failed too; it is the program's or its input's, not a node's: not requeueing" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: none" ]
+}

@@ -1,0 +1,130 @@
+// The pairwise schedule (every pair once, no node twice in a round) and the slow-node verdict.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "ddp-check/pairs.hpp"
+
+namespace ddp::check {
+namespace {
+
+TEST(PairRounds, EveryPairOnceNoNodeTwiceInARound) {
+  for (std::uint32_t n : {0u, 1u, 2u, 3u, 4u, 5u, 8u, 9u, 16u, 33u}) {
+    SCOPED_TRACE("nodes " + std::to_string(n));
+    const auto rounds = pair_rounds(n);
+    const std::uint32_t expected_rounds = n < 2 ? 0 : (n % 2 == 0 ? n - 1 : n);
+    EXPECT_EQ(rounds.size(), expected_rounds);
+    std::set<std::pair<std::uint32_t, std::uint32_t>> covered;
+    for (const PairRound& round : rounds) {
+      std::set<std::uint32_t> busy;
+      EXPECT_EQ(round.size(), n / 2);  // an odd count leaves exactly one node out
+      for (const NodePair& p : round) {
+        EXPECT_LT(p.first, p.second);
+        EXPECT_LT(p.second, n);
+        EXPECT_TRUE(busy.insert(p.first).second) << "node " << p.first << " twice in a round";
+        EXPECT_TRUE(busy.insert(p.second).second) << "node " << p.second << " twice in a round";
+        EXPECT_TRUE(covered.insert({p.first, p.second}).second) << "pair measured twice";
+      }
+    }
+    EXPECT_EQ(covered.size(), static_cast<std::size_t>(n) * (n > 0 ? n - 1 : 0) / 2);
+  }
+}
+
+TEST(PairRounds, MaxRoundsKeepsTheFirstRounds) {
+  const auto all = pair_rounds(10);
+  const auto two = pair_rounds(10, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0], all[0]);
+  EXPECT_EQ(two[1], all[1]);
+  EXPECT_EQ(pair_rounds(4, 99).size(), 3u);
+  // Four nodes: the circle method's rounds, spelled out.
+  const std::vector<PairRound> four = {{{0, 3}, {1, 2}}, {{0, 2}, {1, 3}}, {{0, 1}, {2, 3}}};
+  EXPECT_EQ(pair_rounds(4), four);
+}
+
+// Results for `n` nodes where every pair has `fast` Gbit/s except those touching `slow_node`.
+std::vector<PairResult> results(std::uint32_t n, int slow_node, std::optional<double> slow,
+                                double fast = 9.4) {
+  std::vector<PairResult> out;
+  for (const auto& round : pair_rounds(n)) {
+    for (const NodePair& p : round) {
+      const bool touches =
+          static_cast<int>(p.first) == slow_node || static_cast<int>(p.second) == slow_node;
+      out.push_back({p, touches ? slow : std::optional<double>(fast), 50.0});
+    }
+  }
+  return out;
+}
+
+TEST(JudgePairs, NamesTheNodesBelowTheThreshold) {
+  struct Case {
+    const char* name;
+    std::uint32_t nodes;
+    int slow_node;
+    std::optional<double> slow;
+    double threshold;
+    std::vector<std::uint32_t> named;
+    bool undecided;
+  };
+  const Case cases[] = {
+      {"one slow node of four", 4, 2, 0.9, 0.5, {2}, false},
+      {"one slow node of three", 3, 0, 0.9, 0.5, {0}, false},
+      {"a node no pair could measure", 3, 1, std::nullopt, 0.5, {1}, false},
+      {"slow, but above a lower threshold", 4, 3, 4.0, 0.4, {}, false},
+      {"slow and below a higher threshold", 4, 3, 4.0, 0.5, {3}, false},
+      {"all healthy", 5, -1, std::nullopt, 0.5, {}, false},
+      {"two nodes cannot tell which is slow", 2, 1, 0.9, 0.5, {}, true},
+      {"one node of four unmeasured", 4, 0, std::nullopt, 0.5, {0}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    PairVerdict v = judge_pairs(c.nodes, results(c.nodes, c.slow_node, c.slow), c.threshold);
+    EXPECT_EQ(v.slow, c.named);
+    EXPECT_EQ(v.undecided.has_value(), c.undecided);
+  }
+}
+
+TEST(JudgePairs, NothingMeasuredIsNoVerdictOnANode) {
+  std::vector<PairResult> none;
+  for (const auto& round : pair_rounds(4)) {
+    for (const NodePair& p : round) none.push_back({p, std::nullopt, std::nullopt});
+  }
+  PairVerdict v = judge_pairs(4, none, 0.5);
+  EXPECT_TRUE(v.slow.empty());
+  ASSERT_TRUE(v.undecided);
+  EXPECT_EQ(*v.undecided, "no bandwidth measured for half of the nodes or more");
+}
+
+TEST(JudgePairs, TheBestPairIsANodesFigure) {
+  // Node 2 is slow: its pairs carry 1 Gbit/s; the others' best pair is 10 Gbit/s.
+  PairVerdict v = judge_pairs(3, results(3, 2, 1.0, 10.0), 0.5);
+  EXPECT_EQ(v.node_gbit_s, (std::vector<double>{10.0, 10.0, 1.0}));
+  EXPECT_DOUBLE_EQ(v.median_gbit_s, 10.0);
+}
+
+TEST(PairTable, ShowsEveryPairAndNamesTheSlow) {
+  const std::vector<std::string> hosts = {"node01", "node02", "node03"};
+  const auto r = results(3, 2, 1.0, 10.0);
+  PairVerdict v = judge_pairs(3, r, 0.5);
+  EXPECT_EQ(render_pair_table(hosts, r, v),
+            "pairs: bandwidth in Gbit/s (the slower direction)\n"
+            "node            0     1     2  best\n"
+            "   0 node01     -  10.0   1.0  10.0\n"
+            "   1 node02  10.0     -   1.0  10.0\n"
+            "   2 node03   1.0   1.0     -  1.0 SLOW\n"
+            "pairs: round trip in microseconds\n"
+            "node            0     1     2  \n"
+            "   0 node01     -  50.0  50.0  \n"
+            "   1 node02  50.0     -  50.0  \n"
+            "   2 node03  50.0  50.0     -  \n");
+  EXPECT_EQ(describe_pairs(hosts, v, 0.5),
+            "slow: node03 (1.0 Gbit/s); median 10.0 Gbit/s, threshold 0.5 x median");
+  EXPECT_EQ(describe_pairs(hosts, judge_pairs(3, results(3, -1, 1.0), 0.5), 0.5),
+            "no slow node (median 9.4 Gbit/s, threshold 0.5 x median)");
+  EXPECT_EQ(describe_pairs({"a", "b"}, judge_pairs(2, results(2, 1, 1.0), 0.5), 0.5),
+            "no slow node named: fewer than 3 nodes: a slow pair does not tell which of its nodes "
+            "is slow");
+}
+
+}  // namespace
+}  // namespace ddp::check

@@ -1,0 +1,221 @@
+// The healing decision, the record kept between runs, the suspect line and the excluded list.
+#include <gtest/gtest.h>
+
+#include "ddp-watch/heal.hpp"
+
+using namespace ddp::watch;
+
+namespace {
+
+Suspect suspect(const std::string& node, ddp::Fault fault, const std::string& signature = "") {
+  return {node, fault, "evidence of " + node, signature};
+}
+
+const std::vector<std::string> k_nodes = {"node01", "node02", "node03"};
+
+}  // namespace
+
+TEST(WatchHeal, SuspectLineRoundTrips) {
+  Suspect s{"node03", ddp::Fault::unreachable, "cannot connect to 10.77.6.11:29500\t(timeout)", ""};
+  const std::string line = ddp::suspect_line(s);
+  EXPECT_EQ(line,
+            "ddp-check: suspect node03: unreachable: cannot connect to 10.77.6.11:29500 (timeout)");
+  auto back = ddp::parse_suspect_line("2: " + line);  // srun's label in front
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->node, "node03");
+  EXPECT_EQ(back->fault, ddp::Fault::unreachable);
+  EXPECT_EQ(back->evidence, "cannot connect to 10.77.6.11:29500 (timeout)");
+  for (const char* other : {"ddp-check: suspect node03", "ddp-check: suspect : slow: x",
+                            "ddp-check: suspect node03: flaky: x", "ddp-check: FAILED: x",
+                            "ddp-check: suspect a b: slow: x"}) {
+    EXPECT_FALSE(ddp::parse_suspect_line(other)) << other;
+  }
+  for (auto f :
+       {ddp::Fault::unreachable, ddp::Fault::missing_rank, ddp::Fault::slow, ddp::Fault::fabric,
+        ddp::Fault::hang, ddp::Fault::hardware_signal, ddp::Fault::node_failure}) {
+    EXPECT_EQ(ddp::parse_fault(ddp::fault_name(f)), f);
+  }
+}
+
+TEST(WatchHeal, Decisions) {
+  struct Case {
+    const char* name;
+    HealRecord record;
+    RunOutcome outcome;
+    HealPolicy policy;
+    HealAction action;
+    std::vector<std::string> exclude;
+    std::vector<std::string> log;
+  };
+  using F = ddp::Fault;
+  const HealRecord retried{{}, 1};
+  const HealRecord hung_on_2{{{0, suspect("node02", F::hang, "train.py:57 in load_batch")}}, 0};
+  const Case cases[] = {
+      {"success", {}, {false, {}, k_nodes, 0}, {true, 3}, HealAction::done, {}, {}},
+      {"one unreachable node",
+       {},
+       {true, {suspect("node02", F::unreachable)}, k_nodes, 0},
+       {true, 3},
+       HealAction::requeue,
+       {"node02"},
+       {"excluding node02 (unreachable): evidence of node02",
+        "requeueing: restart 1 of at most 3 without node02"}},
+      {"named twice, excluded once",
+       {},
+       {true,
+        {suspect("node02", F::missing_rank), suspect("node02", F::unreachable),
+         suspect("node03", F::slow)},
+        k_nodes,
+        1},
+       {true, 3},
+       HealAction::requeue,
+       {"node02", "node03"},
+       {"excluding node02 (missing-rank): evidence of node02",
+        "excluding node03 (slow): evidence of node03",
+        "requeueing: restart 2 of at most 3 without node[02-03]"}},
+      {"a host that is no node of the run",
+       {},
+       {true, {suspect("login", F::slow), suspect("node01", F::fabric)}, k_nodes, 0},
+       {true, 3},
+       HealAction::requeue,
+       {"node01"},
+       {"ignoring \"login\": not a node of this run (node[01-03])",
+        "excluding node01 (fabric): evidence of node01",
+        "requeueing: restart 1 of at most 3 without node01"}},
+      {"at the cap",
+       {},
+       {true, {suspect("node02", F::hardware_signal)}, k_nodes, 3},
+       {true, 3},
+       HealAction::fail,
+       {},
+       {"named node02 (hardware-signal): evidence of node02",
+        "not requeueing: restarted 3 time(s), the cap (heal.max_requeues: 3)"}},
+      {"exclusion off",
+       {},
+       {true, {suspect("node02", F::node_failure)}, k_nodes, 0},
+       {false, 2},
+       HealAction::requeue,
+       {},
+       {"named node02 (node-failure): evidence of node02",
+        "requeueing: restart 1 of at most 2 on any nodes (heal.exclude is off)"}},
+      {"nobody named: one retry",
+       {},
+       {true, {}, k_nodes, 0},
+       {true, 3},
+       HealAction::requeue,
+       {},
+       {"not blaming a node: no node was named; requeueing once as it is, a second such "
+        "failure ends the job"}},
+      {"nobody named again: the fault follows the job",
+       retried,
+       {true, {}, k_nodes, 1},
+       {true, 3},
+       HealAction::fail,
+       {},
+       {"the fault follows the job: no node was named, after a retry that failed too; it is "
+        "the program's or its input's, not a node's: not requeueing"}},
+      {"every node named",
+       {},
+       {true,
+        {suspect("node01", F::hang), suspect("node02", F::hang), suspect("node03", F::hang)},
+        k_nodes,
+        0},
+       {true, 3},
+       HealAction::requeue,
+       {},
+       {"not blaming a node: every node of the run was named; requeueing once as it is, a "
+        "second such failure ends the job"}},
+      {"the same hang on the next node",
+       hung_on_2,
+       {true,
+        {suspect("node04", F::hang, "train.py:57 in load_batch")},
+        {"node01", "node03", "node04"},
+        1},
+       {true, 3},
+       HealAction::requeue,
+       {},
+       {"not blaming a node: it hung at train.py:57 in load_batch on node04 as on node02 in "
+        "run 0, a node since excluded; requeueing once as it is, a second such failure ends "
+        "the job"}},
+      {"a different hang on the next node",
+       hung_on_2,
+       {true,
+        {suspect("node04", F::hang, "train.py:80 in step")},
+        {"node01", "node03", "node04"},
+        1},
+       {true, 3},
+       HealAction::requeue,
+       {"node04"},
+       {"excluding node04 (hang): evidence of node04",
+        "requeueing: restart 2 of at most 3 without node04"}},
+      {"named again after an exclusion that did not take",
+       hung_on_2,
+       {true, {suspect("node02", F::unreachable)}, k_nodes, 1},
+       {true, 3},
+       HealAction::requeue,
+       {"node02"},
+       {"excluding again node02 (unreachable): evidence of node02",
+        "requeueing: restart 2 of at most 3 without node02"}},
+      {"nobody named, no requeue allowed",
+       {},
+       {true, {}, k_nodes, 0},
+       {true, 0},
+       HealAction::fail,
+       {},
+       {"not blaming a node: no node was named; not requeueing: restarted 0 time(s), the cap "
+        "(heal.max_requeues: 0)"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    HealDecision d = decide_heal(c.record, c.outcome, c.policy);
+    EXPECT_EQ(d.action, c.action);
+    EXPECT_EQ(d.exclude, c.exclude);
+    EXPECT_EQ(d.log, c.log);
+    const std::size_t again = std::string(c.name).starts_with("named again") ? 1 : 0;
+    EXPECT_EQ(d.record.excluded.size(), c.record.excluded.size() + c.exclude.size() - again);
+  }
+}
+
+TEST(WatchHeal, RecordRoundTripsAndSummarises) {
+  HealRecord r;
+  r.unblamed = 1;
+  r.excluded.push_back({0, {"node02", ddp::Fault::unreachable, "no route\tto 10.0.0.1", ""}});
+  r.excluded.push_back({2, {"node04", ddp::Fault::hang, "rank 3 at a.py:5", "a.py:5 in f"}});
+  const std::string text = format_record(r);
+  EXPECT_EQ(text,
+            "unblamed\t1\n"
+            "excluded\t0\tnode02\tunreachable\t\tno route to 10.0.0.1\n"
+            "excluded\t2\tnode04\thang\ta.py:5 in f\trank 3 at a.py:5\n");
+  auto back = parse_record(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->unblamed, 1u);
+  ASSERT_EQ(back->excluded.size(), 2u);
+  EXPECT_EQ(back->excluded[1].run, 2u);
+  EXPECT_EQ(back->excluded[1].suspect.signature, "a.py:5 in f");
+  EXPECT_EQ(format_record(*back), text);
+  EXPECT_EQ(excluded_summary(r),
+            "excluded across runs: node02 (run 0, unreachable), node04 (run 2, hang)");
+  EXPECT_EQ(excluded_summary({}), "excluded across runs: none");
+  EXPECT_TRUE(parse_record(""));
+  auto bad = parse_record("unblamed\t1\nexcluded\tx\tnode01\thang\t\t\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "line 2: not a heal record line: \"excluded\\x09x\\x09node01\\x09hang\\x09\\x09\"");
+}
+
+TEST(WatchHeal, MergesTheExcludedList) {
+  EXPECT_EQ(merged_exclusion("(null)", {"node02"}), "node02");
+  EXPECT_EQ(merged_exclusion("", {"node02", "node03"}), "node02,node03");
+  EXPECT_EQ(merged_exclusion("node[05-06],node02", {"node02", "node03"}),
+            "node[05-06],node02,node03");
+  EXPECT_EQ(merged_exclusion("node01", {}), "node01");
+}
+
+TEST(WatchHeal, ReadsTheExcludedListOfScontrol) {
+  EXPECT_EQ(exclusion_field("JobId=7 JobName=x ReqNodeList=(null) ExcNodeList=node[01-02] "
+                            "NodeList=node03\n"),
+            "node[01-02]");
+  EXPECT_EQ(exclusion_field("JobId=7 ExcNodeList=(null)\n"), "(null)");
+  EXPECT_EQ(exclusion_field("JobId=7 XExcNodeList=a"), "");
+  EXPECT_EQ(exclusion_field(""), "");
+}
