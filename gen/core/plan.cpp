@@ -267,6 +267,7 @@ Plan make_plan(const Job& job, const Profile& profile) {
   const Choice c = choose_partition(job, profile);
   plan.partition = c.partition->name;
   plan.partition_chosen = job.partition.empty();
+  plan.site_chooses = c.partition->site_chooses;
   plan.nodes = job.nodes;
   plan.gpus_per_node = c.gpus_per_node;
   plan.procs_per_node = job.procs_per_node.value_or(std::max(1L, c.gpus_per_node));

@@ -36,6 +36,7 @@ struct Plan {
   std::vector<std::string> notes;
   std::string partition;
   bool partition_chosen = false;  // true when ddpgen picked it (the job named none)
+  bool site_chooses = false;      // no --partition line: the site routes the job
   // "--opt=value" or "--opt", each made by add_directive(), which checks the value.
   std::vector<std::string> directives;
   std::optional<long> cpus_per_task;  // also repeated on srun

@@ -75,10 +75,11 @@ void check_launcher_keys(const Job& job) {
   const Launcher l = job.launcher;
   if (!job.accelerate_config.empty() && l != Launcher::accelerate)
     reject(job, "accelerate", "\"accelerate\" is for launcher accelerate");
-  if (!job.python.empty() && l != Launcher::srun && l != Launcher::lightning && l != Launcher::none)
+  if (!job.python.empty() && (l == Launcher::accelerate || l == Launcher::fairseq))
     reject(job, "python",
            std::string("\"python\" is not used by launcher ") + launcher_name(l) +
-               " (it runs the script with its own program); srun, lightning and none use it");
+               " (it runs the script with its own program); torchrun, srun, lightning and none "
+               "use it");
   if (l == Launcher::lightning && (job.name == "bash" || job.name == "interactive"))
     reject(job, "name",
            "launcher lightning: a job named \"" + job.name +

@@ -100,9 +100,13 @@ void add_command(Plan& plan, const Job& job, const Profile& profile) {
   plan.wrapper_exec = "exec \"$@\"";
   switch (job.launcher) {
     case Launcher::torchrun:
+      // A job's python runs torchrun as its module ("python3 -u -m torch.distributed.run").
+      for (const auto& word : job.python) cmd.push_back({"", word});
       // The underscore spelling: torchrun before PyTorch 2.0 (Debian 12's 1.13) knows no
       // other, and later releases still accept it.
-      cmd.push_back({"torchrun --nproc_per_node=" + std::to_string(plan.procs_per_node), {}});
+      cmd.push_back({std::string(job.python.empty() ? "torchrun" : "-m torch.distributed.run") +
+                         " --nproc_per_node=" + std::to_string(plan.procs_per_node),
+                     {}});
       break;
     case Launcher::accelerate:
       set_accelerate(plan, job);

@@ -199,6 +199,7 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("has_notes", !plan.notes.empty());
   d.set("partition", plan.partition);
   d.set("partition_chosen", plan.partition_chosen);
+  d.set("site_chooses", plan.site_chooses);
   d.set("launcher", launcher_name(plan.launcher));
   d.set("nodes", std::to_string(plan.nodes));
   d.set("gpus_per_node", std::to_string(plan.gpus_per_node));
@@ -219,6 +220,10 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
         optional_object(!plan.local_scratch.empty(),
                         mu::data("text", shell::comment_safe(plan.local_scratch))));
   d.set("activate", activate_data(plan));
+  d.set("has_software", has_modules || plan.activate || !plan.site_env.empty() ||
+                            !plan.job_env.empty() || !plan.local_scratch.empty());
+  d.set("has_machinery", !plan.checkpoint_dir.empty() || plan.requeue || !plan.plugin ||
+                             plan.batch_launch);
   d.set("has_pre", !plan.pre.empty());
   d.set("pre", code_lines(plan.pre));
   mu::data checkpoint;
