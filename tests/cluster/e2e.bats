@@ -363,7 +363,7 @@ args:
   - 'echo "run $1 addr=$MASTER_ADDR port=$MASTER_PORT hosts=$DDP_HOSTS world=$WORLD_SIZE"; cat "$DDP_HOSTFILE"; exit 3'
   - none
   - "${SLURM_JOB_ID}"
-pre: echo "pre: job $SLURM_JOB_ID"
+pre: 'echo "pre: job $SLURM_JOB_ID"'
 post: |
   echo "post: status $DDP_TRAIN_STATUS"
 YAML
