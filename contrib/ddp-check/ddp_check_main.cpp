@@ -165,8 +165,7 @@ WorldReport judge(const Exchange& ex, const Hello& self, Scope scope) {
   if (ex.self_unreachable) report.faults.insert(report.faults.begin(), *ex.self_unreachable);
   if (report.ok()) return report;
   if (ex.refused_count > 0) {
-    std::string text = std::to_string(ex.refused_count) +
-                       (ex.refused_count == 1 ? " connection" : " connections") +
+    std::string text = text::plural(ex.refused_count, "connection") +
                        " refused, not counted: " + ex.refused.front();
     if (ex.refused_count > 1) text += "; ...";
     report.faults.push_back(text);
@@ -248,8 +247,7 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
   if (!report.ok()) {
     for (const auto& f : report.faults) say("FAULT: " + f);
     session.broadcast({Verdict::Kind::fail, summarize(report)}, send_until);
-    say("FAILED: " + std::to_string(report.faults.size()) +
-        (report.faults.size() == 1 ? " fault" : " faults") + " found by " + who(id));
+    say("FAILED: " + text::plural(report.faults.size(), "fault") + " found by " + who(id));
     return k_exit_fault;
   }
   std::printf("%s\n", ifname_advice(ex.hellos).c_str());
@@ -260,7 +258,7 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
     session.broadcast({Verdict::Kind::ok, {}}, send_until);
     std::printf("ddp-check: OK: %zu %s on %zu %s reached %s:%u in %s s\n", ex.hellos.size(),
                 id.scope == Scope::ranks ? "ranks" : "node launchers", nodes.size(),
-                nodes.size() == 1 ? "node" : "nodes", id.master_addr.c_str(), id.master_port,
+                text::noun(nodes.size(), "node").c_str(), id.master_addr.c_str(), id.master_port,
                 elapsed.c_str());
     return k_exit_ok;
   }

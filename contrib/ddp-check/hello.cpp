@@ -17,14 +17,6 @@ bool printable_byte(char c) {
   return u > 0x20 && u < 0x7f;
 }
 
-// One printable token: anything outside printable ASCII becomes '_', long values are cut.
-std::string token(std::string_view value, std::size_t max_chars = k_max_value) {
-  if (value.empty()) return "-";
-  std::string out;
-  for (char c : value.substr(0, max_chars)) out += printable_byte(c) ? c : '_';
-  return out;
-}
-
 // The words of `line`, however many spaces are between them.
 std::vector<std::string_view> split_spaces(std::string_view line) {
   std::vector<std::string_view> words = text::split(line, ' ');
@@ -32,10 +24,9 @@ std::vector<std::string_view> split_spaces(std::string_view line) {
   return words;
 }
 
-// `s` shown in an error message: quoted, bounded, and printable ASCII even where `s` holds
-// UTF-8 (text::quote keeps it), because a peer's bytes are not to reach a terminal.
+// `s` shown in an error message: quoted, bounded, printable ASCII.
 std::string shown(std::string_view s) {
-  return text::quote(printable(s, 60));
+  return text::quote(s, 60);
 }
 
 // The keys of a hello, in the order format_hello() writes them; `cred` must come last.
@@ -121,14 +112,11 @@ Result<void> parse_word(Hello& h, std::string_view word, std::vector<bool>& seen
 
 }  // namespace
 
-std::string printable(std::string_view text, std::size_t max_chars) {
-  std::string out;
-  for (char c : text.substr(0, max_chars)) {
-    auto u = static_cast<unsigned char>(c);
-    out += u >= 0x20 && u < 0x7f ? c : '?';
-  }
-  if (text.size() > max_chars) out += "...";
-  return out;
+std::string wire_token(std::string_view value, std::size_t max_chars) {
+  if (value.empty()) return "-";
+  // Spaces separate the words of a line. A token of a parsed hello is its own token, so a hello
+  // formatted again reads back the same.
+  return text::printable(value, max_chars - 3, " ");
 }
 
 std::string hello_body(const Hello& h) {
@@ -137,7 +125,7 @@ std::string hello_body(const Hello& h) {
     line += ' ';
     line += key;
     line += '=';
-    line += token(value);
+    line += wire_token(value);
   };
   auto add_num = [&add](std::string_view key, std::uint64_t value) {
     add(key, std::to_string(value));
@@ -166,7 +154,7 @@ std::string hello_body(const Hello& h) {
 }
 
 std::string format_hello(const Hello& h) {
-  return hello_body(h) + " cred=" + token(h.cred, k_max_credential) + "\n";
+  return hello_body(h) + " cred=" + wire_token(h.cred, k_max_credential) + "\n";
 }
 
 Result<Hello> parse_hello(std::string_view line) {
@@ -206,14 +194,7 @@ std::string format_verdict(const Verdict& v) {
   }
   if (v.kind != Verdict::Kind::ok) {
     // Room for the tag, the "..." marker and the newline.
-    const std::size_t room = k_max_line - line.size() - 5;
-    std::string_view text = v.text;
-    bool cut = text.size() > room;
-    for (char c : text.substr(0, room)) {
-      auto u = static_cast<unsigned char>(c);
-      line += u < 0x20 ? ' ' : u >= 0x7f ? '?' : c;
-    }
-    if (cut) line += "...";
+    line += text::printable(v.text, k_max_line - line.size() - 5);
   }
   line += '\n';
   return line;
@@ -225,9 +206,9 @@ Result<Verdict> parse_verdict(std::string_view line) {
   auto rest = line.substr(prefix.size() + 1);
   if (rest == "ok") return Verdict{Verdict::Kind::ok, {}};
   if (rest.starts_with("fail "))
-    return Verdict{Verdict::Kind::fail, printable(rest.substr(5), k_max_line)};
+    return Verdict{Verdict::Kind::fail, text::printable(rest.substr(5), k_max_line)};
   if (rest.starts_with("nccl "))
-    return Verdict{Verdict::Kind::nccl, printable(rest.substr(5), k_max_line)};
+    return Verdict{Verdict::Kind::nccl, text::printable(rest.substr(5), k_max_line)};
   return fail("unknown verdict: " + shown(rest));
 }
 
