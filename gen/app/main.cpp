@@ -11,6 +11,7 @@
 #include "gen/app/profile_store.hpp"
 #include "gen/core/job.hpp"
 #include "gen/core/plan.hpp"
+#include "gen/core/profile_show.hpp"
 #include "gen/core/render.hpp"
 #include "gen/core/shell.hpp"
 #include "libddp/util/text.hpp"
@@ -20,6 +21,7 @@ namespace {
 using namespace ddpgen;
 
 constexpr const char* k_template = "sbatch.sh.mustache";
+constexpr const char* k_task_setup = "task-setup.sh";
 
 // Above the core a failure ends the run: it is thrown as the ddp::Error it is and main()
 // prints it once as "ddpgen: error: FILE:LINE:COL: ...".
@@ -69,8 +71,10 @@ std::string render_job(const Inputs& in) {
   const Job job = unwrap(decode_job(unwrap(app::read_file(in.job_file)), in.job_file, in.sets));
   const Plan p = unwrap(plan(job, profile));
   const std::string template_path = app::template_dir() + "/" + k_template;
-  std::string script = unwrap(render(
-      p, {DDPGEN_VERSION, in.job_file, template_path, unwrap(app::read_file(template_path))}));
+  const std::string setup_path = app::template_dir() + "/" + k_task_setup;
+  std::string script = unwrap(
+      render(p, {DDPGEN_VERSION, in.job_file, template_path, unwrap(app::read_file(template_path)),
+                 setup_path, unwrap(app::read_file(setup_path))}));
   // Said after the checks so that an error is the last line a user sees.
   if (!profile.deprecated.empty())
     std::cerr << "ddpgen: warning: profile \"" << profile.name
@@ -92,12 +96,13 @@ void list_profiles() {
   }
 }
 
+// The effective profile, each value with the file and line that set it.
 void show_profile(const std::string& name) {
   std::vector<app::ProfileFile> chain;
-  unwrap(app::load_profile(name, app::profile_dirs(), &chain));
-  for (const auto& file : chain) {
-    std::cout << "# ---- " << file.path << "\n" << unwrap(app::read_file(file.path));
-  }
+  const Profile profile = unwrap(app::load_profile(name, app::profile_dirs(), &chain));
+  std::vector<std::string> files;
+  for (const auto& file : chain) files.push_back(file.path);
+  unwrap(app::write_stdout(ddpgen::show_profile(profile, files)));
 }
 
 // What the command line asked for, filled in by CLI11.
@@ -117,7 +122,8 @@ void define(CLI::App& cli, Command& c) {
       ->type_name("FILE");
   c.profiles = cli.add_subcommand("profiles", "list the site profiles found");
   auto* profile_cmd = cli.add_subcommand("profile", "inspect a site profile, or draft one");
-  c.show = profile_cmd->add_subcommand("show", "print a profile and the ones it extends");
+  c.show = profile_cmd->add_subcommand(
+      "show", "print the effective profile, each value with the file:line that set it");
   c.show->add_option("name", c.show_name, "profile NAME or PATH")->required();
   c.init = profile_cmd->add_subcommand("init", "draft a profile from the live cluster");
   c.init->add_option("--name", c.init_name, "the profile's name (default mysite)");

@@ -110,6 +110,27 @@ std::string quote(std::string_view text) {
   return out;
 }
 
+std::string quote_expanding(std::string_view text) {
+  bool has_reference = false;
+  for (std::size_t i = 0; i < text.size() && !has_reference; ++i)
+    has_reference = text.substr(i, 2) == "${" && reference_end(text, i) > i;
+  if (!has_reference) return quote(text);
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (const std::size_t end = text.substr(i, 2) == "${" ? reference_end(text, i) : i; end > i) {
+      out.append(text.substr(i, end - i));
+      i = end - 1;
+    } else if (c == '$' || c == '`' || c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else {
+      out += c;
+    }
+  }
+  return out + '"';
+}
+
 std::string quote_allowing_vars(std::string_view text) {
   std::string out = "\"";
   for (std::size_t i = 0; i < text.size(); ++i) {

@@ -11,6 +11,10 @@ namespace ddpgen::shell {
 // as '\''. Words made only of safe characters (letters, digits, and _-./:=,+@%) stay bare.
 std::string quote(std::string_view text);
 
+// Returns text as one bash word in which only its ${NAME} references expand (refs::names());
+// every other byte arrives as written. Without a reference it is quote(text).
+std::string quote_expanding(std::string_view text);
+
 // Returns text as a double-quoted bash word in which only $NAME, ${NAME} and ${NAME:+TEXT}
 // expand; every other $, `, " and \ is escaped. For site-profile values such as
 // "/tmp/$USER-cache". text must pass site_value_problem(); an unsafe ${NAME:+...} is written

@@ -152,6 +152,44 @@ std::string StrictReader::choice(const YAML::Node& node, const std::string& path
              ")");
 }
 
+std::string StrictReader::choice(const YAML::Node& node, const std::string& path,
+                                 const std::vector<std::string>& choices) const {
+  const std::string text = string(node, path);
+  if (std::find(choices.begin(), choices.end(), text) != choices.end()) return text;
+  reject(node, path,
+         "\"" + path + "\": unknown value \"" + shell::comment_safe(text) +
+             "\" (valid: " + ddp::text::join(choices, ", ") + ")");
+}
+
+std::vector<std::string> StrictReader::lines(const YAML::Node& node,
+                                             const std::string& path) const {
+  // A "|" block ends with a newline, which the script's own line end already gives.
+  auto out = node.IsScalar() ? std::vector<std::string>{string(node, path)} : strings(node, path);
+  for (auto& line : out)
+    while (line.ends_with('\n')) line.pop_back();
+  return out;
+}
+
+std::vector<std::string> StrictReader::words(const YAML::Node& node,
+                                             const std::string& path) const {
+  if (!node.IsScalar()) return strings(node, path);
+  std::vector<std::string> out;
+  const std::string text = string(node, path);  // split() returns views into it
+  for (auto word : ddp::text::split(text, ' '))
+    if (!word.empty()) out.emplace_back(word);
+  return out;
+}
+
+std::vector<std::string> StrictReader::command(const YAML::Node& node,
+                                               const std::string& path) const {
+  auto out = words(node, path);
+  if (out.empty() || out.front().empty() || out.front().starts_with("-"))
+    reject(node, path,
+           "\"" + path + "\" must name a program first (e.g. python3 or \"python3 -u\"), not be " +
+               "empty or start with '-'");
+  return out;
+}
+
 Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
   try {
     return YAML::Load(text);

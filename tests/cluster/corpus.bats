@@ -102,7 +102,8 @@ cpus_per_gpu: 0
 mem_per_gpu_gb: 0
 account: {required: false}
 partitions:
-  - {name: debug, max_nodes: 3, max_time: "3-00:00:00"$site_chooses}
+  replace:
+    - {name: debug, max_nodes: 3, max_time: "3-00:00:00"$site_chooses}
 EOF
 }
 
