@@ -19,7 +19,8 @@ const std::vector<std::string> k_mail_types = {
 
 void check_sbatch_value(const Job& job, const std::string& key, const std::string& value) {
   if (auto problem = shell::sbatch_value_problem(value))
-    reject(job, key, "\"" + key + "\" " + *problem + "; it is written into an #SBATCH line");
+    reject(job, key,
+           ddp::text::quote(key) + " " + *problem + "; it is written into an #SBATCH line");
 }
 
 void check_mail(const Job& job) {
@@ -65,7 +66,7 @@ void check_references(const Job& job, const Profile& profile) {
   for (const auto& [key, value] : {std::pair{"output", job.output}, {"error", job.error}}) {
     std::string pattern;
     if (auto problem = refs::filename_pattern(value, &pattern))
-      reject(job, key, "\"" + std::string(key) + "\": " + *problem);
+      reject(job, key, ddp::text::quote(std::string(key)) + ": " + *problem);
     if (!pattern.empty()) check_sbatch_value(job, key, pattern);
   }
 }
@@ -82,8 +83,8 @@ void check_launcher_keys(const Job& job) {
                "use it");
   if (l == Launcher::lightning && (job.name == "bash" || job.name == "interactive"))
     reject(job, "name",
-           "launcher lightning: a job named \"" + job.name +
-               "\" makes Lightning treat it as interactive and ignore Slurm; choose another name");
+           "launcher lightning: a job named " + ddp::text::quote(job.name) +
+               " makes Lightning treat it as interactive and ignore Slurm; choose another name");
   if (l != Launcher::none) return;
   if (!job.srun.empty())
     reject(job, "srun", "launcher none runs no training step: \"srun\" has nothing to apply to");
@@ -104,10 +105,10 @@ void reject(const Job& job, const std::string& key, const std::string& message) 
 void check_job(const Job& job, const Profile& profile) {
   if (job.account.empty() && profile.account_required)
     reject(job, "account",
-           "profile \"" + profile.name + "\" requires an account: add \"account: " +
-               shell::comment_safe(profile.account_hint) +
+           "profile " + ddp::text::quote(profile.name) + " requires an account: add \"account: " +
+               ddp::text::printable(profile.account_hint) +
                "\" to the job file or pass --set account=" +
-               shell::comment_safe(profile.account_hint));
+               ddp::text::printable(profile.account_hint));
   for (const auto& [key, value] : {std::pair{"account", job.account},
                                    {"name", job.name},
                                    {"qos", job.qos},

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gen/core/plan_parts.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen::detail {
 namespace {
@@ -10,16 +11,14 @@ namespace {
 std::string container_runtime(const Job& job, const Profile& profile) {
   const auto& runtimes = profile.container_runtimes;
   if (runtimes.empty())
-    reject(job, "container", "profile \"" + profile.name + "\" has no container runtime");
+    reject(job, "container",
+           "profile " + ddp::text::quote(profile.name) + " has no container runtime");
   const std::string& wanted =
       job.container->runtime.empty() ? runtimes.front() : job.container->runtime;
-  if (std::find(runtimes.begin(), runtimes.end(), wanted) == runtimes.end()) {
-    std::string valid;
-    for (const auto& r : runtimes) valid += (valid.empty() ? "" : ", ") + r;
+  if (std::find(runtimes.begin(), runtimes.end(), wanted) == runtimes.end())
     reject(job, "container",
-           "profile \"" + profile.name + "\" has no container runtime \"" + wanted +
-               "\" (valid: " + valid + ")");
-  }
+           "profile " + ddp::text::quote(profile.name) + " has no container runtime " +
+               ddp::text::quote(wanted) + " (valid: " + ddp::text::join(runtimes, ", ") + ")");
   return wanted;
 }
 
