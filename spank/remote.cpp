@@ -215,7 +215,7 @@ std::vector<std::uint32_t> local_global_ids(spank_t sp, std::uint32_t local_ntas
 std::optional<Refusal> decide_node_extras(PluginState& state) {
   const Config& config = state.config;
   if (!config.env_file.empty()) {
-    auto text = sys::read_file(config.env_file);
+    auto text = sys::read_file(config.env_file, k_max_env_file);
     if (!text) return here("env_file: " + text.error().message);
     auto parsed = parse_env_file(*text, config.env_file);
     if (!parsed) return here(parsed.error().message);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -64,11 +65,13 @@ struct Conn {
   bool closed = false;
 };
 
-// Reads what is there; false on EOF or error.
-bool read_some(Conn& c) {
+// Reads what is there, until `c` holds `cap` bytes; false on EOF or error.
+bool read_some(Conn& c, std::size_t cap = SIZE_MAX) {
   char buf[4096];
   for (;;) {
-    ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+    const std::size_t room = cap - std::min(cap, c.in.size());
+    if (room == 0) return true;  // full: the caller takes its line or refuses the peer
+    ssize_t n = recv(c.fd, buf, std::min(sizeof buf, room), 0);
     if (n > 0) {
       c.received += static_cast<std::size_t>(n);
       if (!c.in.feed(std::string_view(buf, static_cast<std::size_t>(n)))) return false;
@@ -342,10 +345,12 @@ struct Session::State {
   }
 
   // Reads a pending connection: admits or refuses its hello, or drops it when it closed.
+  // Before admission a peer is a stranger: it may make rank 0 hold one hello line, no more,
+  // however many lines it streams.
   void serve(Conn& c) {
-    const bool open = read_some(c);
+    const bool open = read_some(c, k_max_line);
     if (auto line = c.in.next_line()) return admit_line(c, *line);
-    if (c.in.overflowed())
+    if (c.in.overflowed() || c.in.size() >= k_max_line)
       return refuse(c, nullptr, "a line longer than " + std::to_string(k_max_line) + " bytes");
     if (open) return;
     if (c.received > 0) return refuse(c, nullptr, "closed the connection inside its hello");

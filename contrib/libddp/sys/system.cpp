@@ -2,11 +2,13 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -168,12 +170,33 @@ Result<void> test_bind(const IpAddress& address, std::uint16_t port) {
   return {};
 }
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO with no writer must not wait for one; it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return fail("cannot read " + text::quote(path) + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("cannot read " + text::quote(path) + ": not a regular file");
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      if (n == 0) return out;
+      return fail("cannot read " + text::quote(path) + ": " + std::strerror(error));
+    }
+    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
+      ::close(fd);
+      return fail("cannot read " + text::quote(path) + ": larger than " +
+                  text::plural(max_bytes, "byte"));
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
 }
 
 std::optional<PortRange> ephemeral_range() {

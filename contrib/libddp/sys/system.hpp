@@ -5,6 +5,7 @@
 
 #include <sys/socket.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,8 +35,10 @@ std::vector<IpAddress> local_addresses();
 // Binds a TCP socket to address:port and closes it; the error says who holds what.
 Result<void> test_bind(const IpAddress& address, std::uint16_t port);
 
-// Whole contents of a small regular file.
-Result<std::string> read_file(const std::string& path);
+// Whole contents of a small regular file, at most `max_bytes`. Anything else is an error that
+// comes at once: a FIFO (never waited on), a device such as /dev/zero (never read), a
+// directory, a file that grew past the cap.
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes = 1u << 20);
 
 // The kernel's ephemeral port range, if /proc tells it.
 std::optional<PortRange> ephemeral_range();
