@@ -76,6 +76,8 @@ std::string render_job(const Inputs& in) {
       render(p, {DDPGEN_VERSION, in.job_file, template_path, unwrap(app::read_file(template_path)),
                  setup_path, unwrap(app::read_file(setup_path))}));
   // Said after the checks so that an error is the last line a user sees.
+  for (const auto& warning : p.warnings)
+    std::cerr << "ddpgen: warning: " << warning.to_string() << "\n";
   if (!profile.deprecated.empty())
     std::cerr << "ddpgen: warning: profile " << ddp::text::quote(profile.name)
               << " is deprecated: " << ddp::text::printable(profile.deprecated) << "\n";

@@ -244,8 +244,9 @@ long notice_grace(long signal_time) {
 }
 
 Plan make_plan(const Job& job, const Profile& profile) {
-  detail::check_job(job, profile);
+  auto warnings = detail::check_job(job, profile);
   Plan plan;
+  plan.warnings = std::move(warnings);
   plan.profile_name = profile.name;
   plan.profile_description = profile.description;
   plan.deprecated = profile.deprecated;

@@ -1,6 +1,7 @@
 #include "gen/core/references.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include "gen/core/shell.hpp"
@@ -109,6 +110,21 @@ std::optional<std::string> problem(std::string_view text, const std::vector<std:
            "the profile's variables";
   }
   return std::nullopt;
+}
+
+std::vector<std::string> unbraced(std::string_view text, const std::vector<std::string>& allowed) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] != '$') continue;
+    std::size_t end = i + 1;
+    while (end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
+      ++end;
+    const std::string name(text.substr(i + 1, end - i - 1));
+    if (ddp::is_env_name(name) && contains(allowed, name)) out.push_back(name);
+    i = end - 1;
+  }
+  return out;
 }
 
 std::optional<std::string> filename_pattern(std::string_view text, std::string* out) {
