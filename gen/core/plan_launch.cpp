@@ -84,12 +84,13 @@ void set_accelerate(Plan& plan, const Job& job) {
       "--main_process_port=\"$MASTER_PORT\" --num_processes=" +
       std::to_string(world) + " \"$@\"";
   // Without a config file, --multi_gpu selects accelerate's torch.distributed launcher, which
-  // starts procs_per_node processes on CPU nodes as on GPU nodes; a config file chooses for
-  // itself (FSDP, DeepSpeed) and is not overridden.
-  if (job.accelerate_config.empty())
-    plan.wrapper_args.push_back({"--multi_gpu", {}});
-  else
+  // starts procs_per_node processes on CPU nodes as on GPU nodes (accelerate refuses it for one
+  // process, which its simple launcher runs); a config file chooses for itself (FSDP,
+  // DeepSpeed) and is not overridden.
+  if (!job.accelerate_config.empty())
     plan.wrapper_args.push_back({"--config_file=", job.accelerate_config});
+  else if (world > 1)
+    plan.wrapper_args.push_back({"--multi_gpu", {}});
 }
 
 void add_command(Plan& plan, const Job& job, const Profile& profile) {
