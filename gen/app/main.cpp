@@ -49,8 +49,8 @@ void add_job_options(CLI::App* cmd, Inputs& in) {
           [](const std::string& set) {
             const auto eq = set.find('=');
             return eq == std::string::npos || eq == 0
-                       ? "expected KEY=VALUE, e.g. --set partition=gpu; got \"" +
-                             shell::comment_safe(set) + "\""
+                       ? "expected KEY=VALUE, e.g. --set partition=gpu; got " +
+                             ddp::text::quote(set)
                        : std::string();
           },
           ""));
@@ -76,9 +76,11 @@ std::string render_job(const Inputs& in) {
       render(p, {DDPGEN_VERSION, in.job_file, template_path, unwrap(app::read_file(template_path)),
                  setup_path, unwrap(app::read_file(setup_path))}));
   // Said after the checks so that an error is the last line a user sees.
+  for (const auto& warning : p.warnings)
+    std::cerr << "ddpgen: warning: " << warning.to_string() << "\n";
   if (!profile.deprecated.empty())
-    std::cerr << "ddpgen: warning: profile \"" << profile.name
-              << "\" is deprecated: " << shell::comment_safe(profile.deprecated) << "\n";
+    std::cerr << "ddpgen: warning: profile " << ddp::text::quote(profile.name)
+              << " is deprecated: " << ddp::text::printable(profile.deprecated) << "\n";
   return script;
 }
 
@@ -86,12 +88,15 @@ void list_profiles() {
   for (const auto& file : app::list_profiles(app::profile_dirs())) {
     auto profile = app::load_profile(file.path, {});
     if (!profile) {
-      std::cout << file.name << "  (broken: " << profile.error().to_string() << ")\n";
+      std::cout << ddp::text::printable(file.name) << "  (broken: " << profile.error().to_string()
+                << ")\n";
       continue;
     }
     if (profile->abstract) continue;
-    std::cout << file.name << std::string(file.name.size() < 20 ? 20 - file.name.size() : 1, ' ')
-              << profile->description.substr(0, profile->description.find('\n'))
+    std::cout << ddp::text::printable(file.name)
+              << std::string(file.name.size() < 20 ? 20 - file.name.size() : 1, ' ')
+              << ddp::text::printable(
+                     profile->description.substr(0, profile->description.find('\n')))
               << (profile->deprecated.empty() ? "" : " [deprecated]") << "\n";
   }
 }
@@ -182,8 +187,8 @@ int validate(const Command& c) {
   }
   if (!c.vin.job_file.empty()) {
     render_job(c.vin);
-    std::cerr << "ddpgen: " << c.vin.job_file << ": valid for profile \"" << c.vin.profile
-              << "\"\n";
+    std::cerr << "ddpgen: " << ddp::text::printable(c.vin.job_file) << ": valid for profile "
+              << ddp::text::quote(c.vin.profile) << "\n";
   }
   if (c.live) {
     const Profile profile = unwrap(app::load_profile(c.vin.profile, app::profile_dirs()));

@@ -5,6 +5,7 @@
 #include "gen/core/shell.hpp"
 #include "gen/core/yaml_strict.hpp"
 #include "libddp/util/seconds.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 
@@ -41,7 +42,7 @@ namespace {
 
 // Applies one "KEY=VALUE" to root; returns the key path and its label for error messages.
 std::pair<std::string, std::string> apply_set(YAML::Node& root, const std::string& set) {
-  const std::string label = "--set " + shell::comment_safe(set);
+  const std::string label = "--set " + ddp::text::printable(set);
   const auto eq = set.find('=');
   if (eq == std::string::npos || eq == 0)
     throw Error{"expected KEY=VALUE, e.g. --set partition=gpu", {label, 0, 0}};
@@ -107,7 +108,7 @@ Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
 }
 
 long decode_seconds(const StrictReader& r, const YAML::Node& value, const std::string& path) {
-  auto seconds = ddp::parse_seconds(r.string(value, path), "\"" + path + "\"");
+  auto seconds = ddp::parse_seconds(r.string(value, path), ddp::text::quote(path));
   if (!seconds) r.reject(value, path, seconds.error().message);
   return *seconds;
 }
@@ -197,8 +198,8 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
       auto seconds = duration::parse(text);
       if (!seconds)
         r.reject(value, key,
-                 "\"time\": malformed time \"" + shell::comment_safe(text) +
-                     "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
+                 "\"time\": malformed time " + ddp::text::quote(text) +
+                     " (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
       job.time = *seconds;
       has_time = true;
     }

@@ -71,14 +71,15 @@ std::string owned_advice(const Owned& o, Source source) {
     return "ddpgen always passes --kill-on-bad-exit=1, so that one failed rank ends the step";
   const std::string computed = "ddpgen computes " + opt;
   if (source == Source::profile_sbatch) {
-    if (!o.profile_key.empty()) return computed + ": set \"" + std::string(o.profile_key) + "\"";
-    return computed + " from the job's \"" + std::string(o.job_key) +
-           "\", which a profile cannot set";
+    if (!o.profile_key.empty())
+      return computed + ": set " + ddp::text::quote(std::string(o.profile_key));
+    return computed + " from the job's " + ddp::text::quote(std::string(o.job_key)) +
+           ", which a profile cannot set";
   }
   if (o.job_key.empty())
-    return computed + " from the profile's \"" + std::string(o.profile_key) +
-           "\", which a job cannot set";
-  return computed + ": set the job key \"" + std::string(o.job_key) + "\" instead";
+    return computed + " from the profile's " + ddp::text::quote(std::string(o.profile_key)) +
+           ", which a job cannot set";
+  return computed + ": set the job key " + ddp::text::quote(std::string(o.job_key)) + " instead";
 }
 
 }  // namespace
@@ -129,11 +130,11 @@ std::vector<std::string> decode(const StrictReader& r, const YAML::Node& node,
     if (i > 0 && node.Style() == YAML::EmitterStyle::Flow && !list[i].starts_with("-"))
       why =
           "is not an option: in a [...] list a comma separates items; quote an option that "
-          "holds one, as in \"" +
-          shell::comment_safe(list[i - 1]) + "," + shell::comment_safe(list[i]) + "\"";
+          "holds one, as in " +
+          ddp::text::quote(list[i - 1] + "," + list[i]);
     r.reject(node[i], path,
-             "\"" + path + "\": " + ddp::text::quote(list[i]) + (why->starts_with(":") ? "" : " ") +
-                 *why);
+             ddp::text::quote(path) + ": " + ddp::text::quote(list[i]) +
+                 (why->starts_with(":") ? "" : " ") + *why);
   }
   return list;
 }

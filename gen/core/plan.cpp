@@ -20,35 +20,33 @@ struct Problem {
   std::string message;
 };
 
-std::string plural(long n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
-
 // Why job cannot run in partition p with gpn GPUs per node; empty when it can.
 std::vector<Problem> misfit(const Job& job, const Partition& p, const NodeSpec& node, long gpn) {
   std::vector<Problem> out;
-  const std::string name = "partition \"" + p.name + "\"";
+  const std::string name = "partition " + ddp::text::quote(p.name);
   if (gpn > node.gpus)
     out.push_back({"gpus_per_node", "\"gpus_per_node\" is " + std::to_string(gpn) +
                                         ", but nodes of " + name + " have " +
-                                        plural(node.gpus, "GPU")});
+                                        ddp::text::plural(node.gpus, "GPU")});
   if (p.max_nodes > 0 && job.nodes > p.max_nodes)
-    out.push_back({"nodes", name + " allows at most " + plural(p.max_nodes, "node") +
+    out.push_back({"nodes", name + " allows at most " + ddp::text::plural(p.max_nodes, "node") +
                                 " (max_nodes); the job asks for " + std::to_string(job.nodes)});
   if (job.nodes < p.min_nodes)
-    out.push_back({"nodes", name + " needs at least " + plural(p.min_nodes, "node") +
+    out.push_back({"nodes", name + " needs at least " + ddp::text::plural(p.min_nodes, "node") +
                                 " (min_nodes); the job asks for " + std::to_string(job.nodes)});
   if (p.max_time > 0 && job.time > p.max_time)
     out.push_back({"time", name + " allows at most " + duration::format(p.max_time) +
                                " (max_time); the job asks for " + duration::format(job.time)});
   const long total = gpn * job.nodes;
-  const std::string asks =
-      std::to_string(total) + " (" + plural(job.nodes, "node") + " x " + std::to_string(gpn) + ")";
+  const std::string asks = std::to_string(total) + " (" + ddp::text::plural(job.nodes, "node") +
+                           " x " + std::to_string(gpn) + ")";
   if (p.max_gpus > 0 && total > p.max_gpus)
-    out.push_back({"gpus_per_node", name + " allows at most " + plural(p.max_gpus, "GPU") +
+    out.push_back({"gpus_per_node", name + " allows at most " +
+                                        ddp::text::plural(p.max_gpus, "GPU") +
                                         " per job (max_gpus); the job asks for " + asks});
   if (total < p.min_gpus)
-    out.push_back({"gpus_per_node", name + " needs at least " + plural(p.min_gpus, "GPU") +
+    out.push_back({"gpus_per_node", name + " needs at least " +
+                                        ddp::text::plural(p.min_gpus, "GPU") +
                                         " per job (min_gpus); the job asks for " + asks});
   return out;
 }
@@ -68,15 +66,10 @@ Choice choose_partition(const Job& job, const Profile& profile) {
     if (!job.gpu_type.empty() && node.gpu_type != job.gpu_type) continue;
     if (job.partition.empty() ? !p.test : p.name == job.partition) candidates.push_back(&p);
   }
-  auto joined = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  };
   if (!job.partition.empty() && std::find(names.begin(), names.end(), job.partition) == names.end())
     reject(job, "partition",
-           "profile \"" + profile.name + "\" has no partition \"" +
-               shell::comment_safe(job.partition) + "\" (valid: " + joined(names) + ")");
+           "profile " + ddp::text::quote(profile.name) + " has no partition " +
+               ddp::text::quote(job.partition) + " (valid: " + ddp::text::join(names, ", ") + ")");
   if (candidates.empty()) {
     std::vector<std::string> types;
     for (const auto& p : profile.partitions) {
@@ -84,10 +77,10 @@ Choice choose_partition(const Job& job, const Profile& profile) {
       if (!t.empty() && std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
     }
     reject(job, "gpu_type",
-           "no partition of profile \"" + profile.name + "\" has GPU type \"" +
-               shell::comment_safe(job.gpu_type) + "\"" +
-               (job.partition.empty() ? "" : " in partition \"" + job.partition + "\"") +
-               " (valid: " + joined(types) + ")");
+           "no partition of profile " + ddp::text::quote(profile.name) + " has GPU type " +
+               ddp::text::quote(job.gpu_type) +
+               (job.partition.empty() ? "" : " in partition " + ddp::text::quote(job.partition)) +
+               " (valid: " + ddp::text::join(types, ", ") + ")");
   }
   std::vector<Problem> first_problems;
   std::string all;
@@ -102,7 +95,7 @@ Choice choose_partition(const Job& job, const Profile& profile) {
   if (candidates.size() == 1)
     reject(job, first_problems.front().key, first_problems.front().message);
   reject(job, first_problems.front().key,
-         "no partition of profile \"" + profile.name + "\" fits the job: " + all +
+         "no partition of profile " + ddp::text::quote(profile.name) + " fits the job: " + all +
              (job.partition.empty() ? " (test partitions are used only when named)" : ""));
 }
 
@@ -124,7 +117,7 @@ void check_procs(const Job& job, long gpn, long procs) {
 void add_directive(Plan& plan, const std::string& option, const std::string& value = "") {
   if (auto problem = shell::sbatch_value_problem(option + value))
     throw Error{"internal error: a value that " + *problem + " was not refused",
-                {"#SBATCH " + shell::comment_safe(option), 0, 0}};
+                {"#SBATCH " + ddp::text::printable(option), 0, 0}};
   plan.directives.push_back(option + value);
 }
 
@@ -144,8 +137,9 @@ std::string constraint(const Job& job, const Partition& p) {
     return p.constraint.empty() ? job.constraint : p.constraint;
   if (job.constraint.find('|') != std::string::npos || p.constraint.find('|') != std::string::npos)
     reject(job, "constraint",
-           "\"constraint\" with '|' cannot be combined with partition \"" + p.name +
-               "\"'s own constraint \"" + p.constraint + "\"; name a partition without one");
+           "\"constraint\" with '|' cannot be combined with the own constraint of partition " +
+               ddp::text::quote(p.name) + ", " + ddp::text::quote(p.constraint) +
+               "; name a partition without one");
   return p.constraint + "&" + job.constraint;
 }
 
@@ -236,8 +230,8 @@ void add_directives(Plan& plan, const Job& job, const Profile& profile, const Ch
   for (const auto& token : extra.tokens) {
     if (plan.requeue && options::name(token) == "--open-mode" && token != "--open-mode=append")
       reject(job, "sbatch",
-             "\"" + token +
-                 "\": checkpoint.requeue needs --open-mode=append (a requeued run "
+             ddp::text::quote(token) +
+                 ": checkpoint.requeue needs --open-mode=append (a requeued run "
                  "must not truncate the log of the runs before it)");
     if (!(plan.requeue && token == "--open-mode=append")) add_directive(plan, token);
   }
@@ -250,8 +244,9 @@ long notice_grace(long signal_time) {
 }
 
 Plan make_plan(const Job& job, const Profile& profile) {
-  detail::check_job(job, profile);
+  auto warnings = detail::check_job(job, profile);
   Plan plan;
+  plan.warnings = std::move(warnings);
   plan.profile_name = profile.name;
   plan.profile_description = profile.description;
   plan.deprecated = profile.deprecated;

@@ -33,6 +33,7 @@ struct Plan {
   std::string profile_name;
   std::string profile_description;
   std::string deprecated;
+  std::vector<Error> warnings;  // accepted, but probably not meant ("$SCRATCH" stays literal)
   std::vector<std::string> notes;
   std::string partition;
   bool partition_chosen = false;  // true when ddpgen picked it (the job named none)

@@ -19,7 +19,8 @@ const std::vector<std::string> k_mail_types = {
 
 void check_sbatch_value(const Job& job, const std::string& key, const std::string& value) {
   if (auto problem = shell::sbatch_value_problem(value))
-    reject(job, key, "\"" + key + "\" " + *problem + "; it is written into an #SBATCH line");
+    reject(job, key,
+           ddp::text::quote(key) + " " + *problem + "; it is written into an #SBATCH line");
 }
 
 void check_mail(const Job& job) {
@@ -48,10 +49,15 @@ std::vector<std::string> reference_names(const Job& job, const Profile& profile)
   return names;
 }
 
-void check_references(const Job& job, const Profile& profile) {
+std::vector<Error> check_references(const Job& job, const Profile& profile) {
   const auto names = reference_names(job, profile);
+  std::vector<Error> warnings;
   auto check = [&](const std::string& key, const std::string& shown, const std::string& value) {
     if (auto problem = refs::problem(value, names, shown)) reject(job, key, *problem);
+    for (const auto& name : refs::unbraced(value, names))
+      warnings.push_back({ddp::text::quote(shown) + ": $" + name + " stays as written; write ${" +
+                              name + "} for its value when the job runs",
+                          job.at(key)});
   };
   for (std::size_t i = 0; i < job.args.size(); ++i)
     check("args", "args[" + std::to_string(i) + "]", job.args[i]);
@@ -61,13 +67,20 @@ void check_references(const Job& job, const Profile& profile) {
     check("container", "container.image", job.container->image);
     check("container", "container.workdir", job.container->workdir);
     for (const auto& m : job.container->mounts) check("container", "container.mounts", m);
+    // The profile's binds join the job's mounts, so they follow the same rule; an error names
+    // the profile's line.
+    const auto at = profile.origin.find("container.binds");
+    for (const auto& bind : profile.container_binds)
+      if (auto problem = refs::problem(bind, names, "container.binds"))
+        throw Error{*problem, {at == profile.origin.end() ? profile.name : at->second, 0, 0}};
   }
   for (const auto& [key, value] : {std::pair{"output", job.output}, {"error", job.error}}) {
     std::string pattern;
     if (auto problem = refs::filename_pattern(value, &pattern))
-      reject(job, key, "\"" + std::string(key) + "\": " + *problem);
+      reject(job, key, ddp::text::quote(std::string(key)) + ": " + *problem);
     if (!pattern.empty()) check_sbatch_value(job, key, pattern);
   }
+  return warnings;
 }
 
 // Keys that only some launchers take.
@@ -82,8 +95,8 @@ void check_launcher_keys(const Job& job) {
                "use it");
   if (l == Launcher::lightning && (job.name == "bash" || job.name == "interactive"))
     reject(job, "name",
-           "launcher lightning: a job named \"" + job.name +
-               "\" makes Lightning treat it as interactive and ignore Slurm; choose another name");
+           "launcher lightning: a job named " + ddp::text::quote(job.name) +
+               " makes Lightning treat it as interactive and ignore Slurm; choose another name");
   if (l != Launcher::none) return;
   if (!job.srun.empty())
     reject(job, "srun", "launcher none runs no training step: \"srun\" has nothing to apply to");
@@ -101,19 +114,19 @@ void reject(const Job& job, const std::string& key, const std::string& message) 
   throw Error{message, job.at(key)};
 }
 
-void check_job(const Job& job, const Profile& profile) {
+std::vector<Error> check_job(const Job& job, const Profile& profile) {
   if (job.account.empty() && profile.account_required)
     reject(job, "account",
-           "profile \"" + profile.name + "\" requires an account: add \"account: " +
-               shell::comment_safe(profile.account_hint) +
+           "profile " + ddp::text::quote(profile.name) + " requires an account: add \"account: " +
+               ddp::text::printable(profile.account_hint) +
                "\" to the job file or pass --set account=" +
-               shell::comment_safe(profile.account_hint));
+               ddp::text::printable(profile.account_hint));
   for (const auto& [key, value] : {std::pair{"account", job.account},
                                    {"name", job.name},
                                    {"qos", job.qos},
                                    {"constraint", job.constraint}})
     if (!value.empty()) check_sbatch_value(job, key, value);
-  check_references(job, profile);
+  auto warnings = check_references(job, profile);
   check_mail(job);
   check_launcher_keys(job);
   if (job.script.starts_with("-"))
@@ -131,6 +144,7 @@ void check_job(const Job& job, const Profile& profile) {
     reject(job, "checkpoint",
            "\"checkpoint.signal_time\" (" + std::to_string(job.checkpoint->signal_time) +
                " s) must be shorter than the time limit (" + duration::format(job.time) + ")");
+  return warnings;
 }
 
 }  // namespace ddpgen::detail

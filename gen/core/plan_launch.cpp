@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gen/core/plan_parts.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen::detail {
 namespace {
@@ -10,16 +11,14 @@ namespace {
 std::string container_runtime(const Job& job, const Profile& profile) {
   const auto& runtimes = profile.container_runtimes;
   if (runtimes.empty())
-    reject(job, "container", "profile \"" + profile.name + "\" has no container runtime");
+    reject(job, "container",
+           "profile " + ddp::text::quote(profile.name) + " has no container runtime");
   const std::string& wanted =
       job.container->runtime.empty() ? runtimes.front() : job.container->runtime;
-  if (std::find(runtimes.begin(), runtimes.end(), wanted) == runtimes.end()) {
-    std::string valid;
-    for (const auto& r : runtimes) valid += (valid.empty() ? "" : ", ") + r;
+  if (std::find(runtimes.begin(), runtimes.end(), wanted) == runtimes.end())
     reject(job, "container",
-           "profile \"" + profile.name + "\" has no container runtime \"" + wanted +
-               "\" (valid: " + valid + ")");
-  }
+           "profile " + ddp::text::quote(profile.name) + " has no container runtime " +
+               ddp::text::quote(wanted) + " (valid: " + ddp::text::join(runtimes, ", ") + ")");
   return wanted;
 }
 
@@ -85,12 +84,13 @@ void set_accelerate(Plan& plan, const Job& job) {
       "--main_process_port=\"$MASTER_PORT\" --num_processes=" +
       std::to_string(world) + " \"$@\"";
   // Without a config file, --multi_gpu selects accelerate's torch.distributed launcher, which
-  // starts procs_per_node processes on CPU nodes as on GPU nodes; a config file chooses for
-  // itself (FSDP, DeepSpeed) and is not overridden.
-  if (job.accelerate_config.empty())
-    plan.wrapper_args.push_back({"--multi_gpu", {}});
-  else
+  // starts procs_per_node processes on CPU nodes as on GPU nodes (accelerate refuses it for one
+  // process, which its simple launcher runs); a config file chooses for itself (FSDP,
+  // DeepSpeed) and is not overridden.
+  if (!job.accelerate_config.empty())
     plan.wrapper_args.push_back({"--config_file=", job.accelerate_config});
+  else if (world > 1)
+    plan.wrapper_args.push_back({"--multi_gpu", {}});
 }
 
 void add_command(Plan& plan, const Job& job, const Profile& profile) {

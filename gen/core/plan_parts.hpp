@@ -11,8 +11,9 @@ namespace ddpgen::detail {
 // Throws the error message at the job key key (its FILE:LINE:COL).
 [[noreturn]] void reject(const Job& job, const std::string& key, const std::string& message);
 
-// Checks the job's values that do not depend on the chosen partition; throws the first problem.
-void check_job(const Job& job, const Profile& profile);
+// Checks the job's values that do not depend on the chosen partition; throws the first problem
+// and returns the warnings.
+std::vector<Error> check_job(const Job& job, const Profile& profile);
 
 // The srun options, the container and the command of the training step (or, for launcher none,
 // the command the batch shell runs).

@@ -44,8 +44,8 @@ std::string decode_gres_type(const StrictReader& r, const YAML::Node& node,
   for (char c : type)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
       r.reject(node, path,
-               "\"" + path + "\": \"" + shell::comment_safe(type) +
-                   "\" is not a GRES type name (letters, digits, _ - . only, as in a100_3g.20gb)");
+               ddp::text::quote(path) + ": " + ddp::text::quote(type) +
+                   " is not a GRES type name (letters, digits, _ - . only, as in a100_3g.20gb)");
   return type;
 }
 
@@ -67,8 +67,8 @@ long decode_time(const StrictReader& r, const YAML::Node& node, const std::strin
   auto seconds = duration::parse(text);
   if (!seconds)
     r.reject(node, path,
-             "\"" + path + "\": malformed time \"" + shell::comment_safe(text) +
-                 "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
+             ddp::text::quote(path) + ": malformed time " + ddp::text::quote(text) +
+                 " (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
   return *seconds;
 }
 
@@ -90,10 +90,10 @@ Partition decode_partition(const StrictReader& r, const YAML::Node& node, const 
     if (key == "site_chooses") p.site_chooses = r.boolean(value, kp);
   }
   if (auto problem = shell::sbatch_value_problem(p.name))
-    r.reject(node, path, "\"" + path + ".name\" " + *problem);
+    r.reject(node, path, ddp::text::quote(path + ".name") + " " + *problem);
   if (!p.constraint.empty())
     if (auto problem = shell::sbatch_value_problem(p.constraint))
-      r.reject(node, path, "\"" + path + ".constraint\" " + *problem);
+      r.reject(node, path, ddp::text::quote(path + ".constraint") + " " + *problem);
   return p;
 }
 
@@ -118,7 +118,7 @@ void decode_site_env(const StrictReader& r, const YAML::Node& node, Profile& p) 
 std::vector<std::string> decode_variables(const StrictReader& r, const YAML::Node& node) {
   auto names = r.strings(node, "variables");
   for (std::size_t i = 0; i < names.size(); ++i)
-    if (!shell::is_env_name(names[i]))
+    if (!ddp::is_env_name(names[i]))
       r.reject(node[i], "variables",
                "\"variables\": " + ddp::text::quote(names[i]) +
                    " is not a variable name (expected [A-Za-z_][A-Za-z0-9_]*)");
@@ -131,8 +131,8 @@ void decode_port_range(const StrictReader& r, const YAML::Node& node, Profile& p
   auto range = ddp::parse_port_range(text);
   if (!range)
     r.reject(node, "port_range",
-             "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999; got \"" +
-                 shell::comment_safe(text) + "\"");
+             "\"port_range\" must be LOW-HIGH within 1024-65535, e.g. 20000-30999; got " +
+                 ddp::text::quote(text));
   p.port_first = range->first;
   p.port_last = range->last;
 }
@@ -150,14 +150,16 @@ std::vector<T> merged(const StrictReader& r, const YAML::Node& value, const std:
     if constexpr (std::equality_comparable<T>) same = list == base;
     if (!base.empty() && !same)
       r.reject(value, key,
-               "\"" + key + "\" would drop the list of the profile this one extends (" +
-                   p.origin[key] + "): write \"" + key + ": {add: [...]}\" to add to it, or \"" +
-                   key + ": {replace: [...]}\" to drop it");
+               ddp::text::quote(key) + " would drop the list of the profile this one extends (" +
+                   p.origin[key] + "): write " + ddp::text::quote(key + ": {add: [...]}") +
+                   " to add to it, or " + ddp::text::quote(key + ": {replace: [...]}") +
+                   " to drop it");
     p.origin[key] = here;
     return list;
   }
   const auto entries = r.entries(value, key, {"add", "replace"});
-  if (entries.size() != 1) r.reject(value, key, "\"" + key + "\" takes one of add: or replace:");
+  if (entries.size() != 1)
+    r.reject(value, key, ddp::text::quote(key) + " takes one of add: or replace:");
   const auto& [mode, items] = entries.front();
   std::vector<T> list = decode(items);
   if (mode == "replace") {
@@ -177,8 +179,8 @@ std::vector<std::string> decode_runtimes(const StrictReader& r, const YAML::Node
     const auto& names = container_runtime_names();
     if (std::find(names.begin(), names.end(), runtime) == names.end())
       r.reject(v, kp,
-               "\"" + kp + "\": unknown runtime \"" + shell::comment_safe(runtime) +
-                   "\" (valid: " + ddp::text::join(names, ", ") + ")");
+               ddp::text::quote(kp) + ": unknown runtime " + ddp::text::quote(runtime) +
+                   " (valid: " + ddp::text::join(names, ", ") + ")");
     out.push_back(runtime);
   }
   return out;

@@ -87,7 +87,8 @@ void write_lists(Writer& w, const Profile& p) {
 
 std::string show_profile(const Profile& p, const std::vector<std::string>& files) {
   Writer w(p);
-  w.text() = "# The effective profile \"" + p.name + "\" from " + ddp::text::join(files, " < ") +
+  w.text() = "# The effective profile " + ddp::text::quote(p.name) + " from " +
+             ddp::text::join(files, " < ") +
              " (each value's origin after its #; \"default\": ddpgen's own).\n";
   w.line("description", flow(p.description));
   if (!p.deprecated.empty()) w.line("deprecated", flow(p.deprecated));

@@ -1,9 +1,11 @@
 #include "gen/core/references.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include "gen/core/shell.hpp"
+#include "libddp/util/rules.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddpgen::refs {
@@ -31,7 +33,7 @@ std::size_t reference_end(std::string_view text, std::size_t at) {
   if (text.substr(at, 2) != "${") return at;
   const auto close = text.find('}', at + 2);
   if (close == std::string_view::npos || close == at + 2) return at;
-  return shell::is_env_name(text.substr(at + 2, close - at - 2)) ? close + 1 : at;
+  return ddp::is_env_name(text.substr(at + 2, close - at - 2)) ? close + 1 : at;
 }
 
 bool contains(const std::vector<std::string>& list, std::string_view name) {
@@ -96,7 +98,7 @@ std::optional<std::string> problem(std::string_view text, const std::vector<std:
                                    const std::string& key) {
   for (const auto& name : names(text)) {
     if (contains(allowed, name)) continue;
-    const std::string head = "\"" + key + "\": ${" + name + "} ";
+    const std::string head = ddp::text::quote(key) + ": ${" + name + "} ";
     if (contains(per_task_variables(), name))
       return head + "differs per task, and values expand once, in the batch shell: read " + name +
              " in the program instead";
@@ -108,6 +110,21 @@ std::optional<std::string> problem(std::string_view text, const std::vector<std:
            "the profile's variables";
   }
   return std::nullopt;
+}
+
+std::vector<std::string> unbraced(std::string_view text, const std::vector<std::string>& allowed) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] != '$') continue;
+    std::size_t end = i + 1;
+    while (end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
+      ++end;
+    const std::string name(text.substr(i + 1, end - i - 1));
+    if (ddp::is_env_name(name) && contains(allowed, name)) out.push_back(name);
+    i = end - 1;
+  }
+  return out;
 }
 
 std::optional<std::string> filename_pattern(std::string_view text, std::string* out) {

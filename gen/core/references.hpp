@@ -24,6 +24,10 @@ std::vector<std::string> names(std::string_view text);
 std::optional<std::string> problem(std::string_view text, const std::vector<std::string>& allowed,
                                    const std::string& key);
 
+// Returns the names in allowed that text writes as "$NAME" without braces: they stay literal,
+// which is rarely what a value such as "$SCRATCH/img.sif" means (a warning says so).
+std::vector<std::string> unbraced(std::string_view text, const std::vector<std::string>& allowed);
+
 // Returns text with its references replaced by the patterns sbatch expands in --output and
 // --error (${SLURM_JOB_ID} -> %j, ${SLURM_ARRAY_TASK_ID} -> %a, ...), or why one has none:
 // sbatch reads #SBATCH lines itself, before any shell runs.

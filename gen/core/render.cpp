@@ -3,6 +3,8 @@
 #include <kainjow/mustache.hpp>
 
 #include "gen/core/shell.hpp"
+#include "libddp/util/shell.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 namespace {
@@ -92,7 +94,7 @@ mu::data words(const std::vector<Word>& list) {
     item.set("raw", w.raw);
     item.set("user", !w.user     ? std::string()
                      : w.expands ? shell::quote_expanding(*w.user)
-                                 : shell::quote(*w.user));
+                                 : ddp::shell::quote(*w.user));
     out.push_back(item);
     first = false;
   }
@@ -108,7 +110,7 @@ mu::data comment_lines(const std::vector<std::string>& texts) {
       auto nl = text.find('\n', start);
       std::string line = text.substr(start, nl == std::string::npos ? nl : nl - start);
       if (!line.empty() || nl != std::string::npos)
-        out.push_back(mu::data("line", shell::comment_safe(line)));
+        out.push_back(mu::data("line", ddp::text::printable(line)));
       if (nl == std::string::npos) break;
       start = nl + 1;
     }
@@ -145,7 +147,7 @@ mu::data activate_data(const Plan& plan) {
   out.set("venv", a.kind == Activate::Kind::venv);
   out.set("source", a.kind == Activate::Kind::source);
   out.set("value",
-          shell::quote(a.kind == Activate::Kind::venv ? a.value + "/bin/activate" : a.value));
+          ddp::shell::quote(a.kind == Activate::Kind::venv ? a.value + "/bin/activate" : a.value));
   return out;
 }
 
@@ -188,9 +190,9 @@ mu::data watchdog_data(const Plan& plan) {
 
 // The header, the directives and the environment: everything before the launch.
 void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
-  d.set("version", shell::comment_safe(in.version));
-  d.set("job_file", shell::comment_safe(in.job_file));
-  d.set("profile", shell::comment_safe(plan.profile_name));
+  d.set("version", ddp::text::printable(in.version));
+  d.set("job_file", ddp::text::printable(in.job_file));
+  d.set("profile", ddp::text::printable(plan.profile_name));
   d.set("description", comment_lines({plan.profile_description}));
   d.set("deprecated",
         comment_lines(plan.deprecated.empty() ? std::vector<std::string>{}
@@ -218,7 +220,7 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("job_env", env_list(plan.job_env, false));
   d.set("local_scratch",
         optional_object(!plan.local_scratch.empty(),
-                        mu::data("text", shell::comment_safe(plan.local_scratch))));
+                        mu::data("text", ddp::text::printable(plan.local_scratch))));
   d.set("activate", activate_data(plan));
   d.set("has_software", has_modules || plan.activate || !plan.site_env.empty() ||
                             !plan.job_env.empty() || !plan.local_scratch.empty());
@@ -316,7 +318,7 @@ Result<std::string> render(const Plan& plan, const RenderInput& input) {
                      "contains a single quote, but it is written between single quotes");
   mu::mustache tmpl{mark_standalone_tags(input.template_text)};
   if (!tmpl.is_valid()) return ddp::fail(where, "template error: " + tmpl.error_message());
-  tmpl.set_custom_escape([](const std::string& s) { return shell::quote(s); });
+  tmpl.set_custom_escape([](const std::string& s) { return ddp::shell::quote(s); });
   const mu::data data = build(plan, input);
   StrictContext context(&data);
   std::string out = drop_sentinel_lines(tmpl.render(context));

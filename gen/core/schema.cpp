@@ -5,6 +5,7 @@
 
 #include "gen/core/job.hpp"
 #include "gen/core/profile.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 namespace {
@@ -56,7 +57,7 @@ std::string runtimes() {
 }
 
 std::string quoted(const std::string& text) {
-  return "\"" + text + "\"";
+  return "\"" + text + "\"";  // JSON: the keys are plain names
 }
 
 // A table: "section.key" -> fragment. A section is a mapping the reader decodes with one of
@@ -224,7 +225,7 @@ struct Builder {
       const std::string path = name + "." + key;
       auto it = types.find(path);
       if (it == types.end())
-        throw Error{"key \"" + path + "\" has no JSON type in gen/core/schema.cpp",
+        throw Error{"key " + ddp::text::quote(path) + " has no JSON type in gen/core/schema.cpp",
                     {"schema", 0, 0}};
       used.insert(path);
       out += (key == section.keys.front() ? "\n" : ",\n") + indent + "    " + quoted(key) + ": " +
@@ -263,9 +264,9 @@ Result<std::string> json_schema(SchemaKind kind) {
     body = b.object(job ? "job" : "profile", "  ");
     for (const auto& [path, fragment] : b.types)
       if (!b.used.contains(path))
-        throw Error{
-            "gen/core/schema.cpp types \"" + path + "\", which the reader's key tables do not have",
-            {"schema", 0, 0}};
+        throw Error{"gen/core/schema.cpp types " + ddp::text::quote(path) +
+                        ", which the reader's key tables do not have",
+                    {"schema", 0, 0}};
   } catch (const Error& error) {
     return std::unexpected(error);
   }

@@ -285,7 +285,7 @@ FIELDS = [
     ("profile", "local_scratch", "same"), ("profile", "partitions.0.description", "same"),
     ("profile", "deprecated", "same"),
     ("profile", "node.gpu_type", "gres"), ("profile", "partitions.0.name", "sbatch:--partition="),
-    ("profile", "partitions.0.constraint", "sbatch:--constraint="),
+    ("profile", "partitions.0.constraint", "constraint"),
     ("profile", "partitions.0.sbatch.0", "sbatch:"), ("profile", "sbatch.0", "sbatch:"),
     ("profile", "module_use.0", "module:use"), ("profile", "modules.0", "module:load"),
     ("profile", "container.modules.0", "module:load"), ("profile", "env.PT_SITE", "site-env"),
@@ -437,10 +437,11 @@ def check_arrival(kind, value, job, profile, script, log, batch_env):
         want = kind[len("sbatch:"):].encode() + expand_refs(value, {}, patterns=True).encode()
         return None if want in directives else f"no #SBATCH line {want!r}"
     if kind == "constraint":
-        if value == "":
+        # The partition's constraint and the job's, joined with "&" when both are given.
+        parts = [c for c in (get_path(profile, "partitions.0.constraint"), job["constraint"]) if c]
+        if not parts:
             return None
-        pc = get_path(profile, "partitions.0.constraint")
-        want = b"--constraint=" + ((pc + "&") if pc else "").encode() + value.encode()
+        want = b"--constraint=" + "&".join(parts).encode()
         return None if want in directives else f"no #SBATCH line {want!r}"
     if kind == "gres":
         t = get_path(profile, "node.gpu_type").encode()

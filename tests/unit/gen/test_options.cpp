@@ -64,6 +64,13 @@ TEST(GenReferences, OnlyKnownJobWideNamesExpand) {
   EXPECT_EQ(refs::names("a${A}b${B_2}${}${1x}$C"), (std::vector<std::string>{"A", "B_2"}));
 }
 
+TEST(GenReferences, UnbracedKnownNamesAreNamedForAWarning) {
+  const std::vector<std::string> allowed = {"SCRATCH", "USER"};
+  EXPECT_EQ(refs::unbraced("$SCRATCH/img.sif:$USER $x ${USER} $1 $", allowed),
+            (std::vector<std::string>{"SCRATCH", "USER"}));
+  EXPECT_TRUE(refs::unbraced("${SCRATCH}/a $$ $HOME", allowed).empty());
+}
+
 TEST(GenReferences, ExpandingWordsKeepEveryOtherByte) {
   EXPECT_EQ(shell::quote_expanding("plain"), "plain");
   EXPECT_EQ(shell::quote_expanding("it's $HOME"), "'it'\\''s $HOME'");
