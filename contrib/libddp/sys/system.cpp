@@ -283,4 +283,27 @@ std::optional<std::uint32_t> nvidia_gpus() {
   return count;
 }
 
+// The interface this node's route to MASTER_ADDR leaves through. On the rank-0 node MASTER_ADDR
+// is local, and the kernel's answer is the interface that holds it.
+Result<EnvList> socket_ifname_for(const std::string& master_addr, const AddressPolicy& policy,
+                                  unsigned resolve_timeout) {
+  auto destination = IpAddress::parse(master_addr);
+  if (!destination) {
+    // A host name: the address the same rule as addr=ip picks among the name's addresses.
+    Resolution resolution = resolve_host(master_addr, resolve_timeout);
+    if (resolution.error) return fail("socket_ifname=auto: " + *resolution.error);
+    destination = choose_address(resolution.addresses, policy, master_addr);
+    if (!destination) return fail("socket_ifname=auto: " + destination.error().message);
+  }
+  auto source = route_source(*destination);
+  if (!source) {
+    return fail("socket_ifname=auto: MASTER_ADDR=" + text::quote(master_addr) + ": " +
+                source.error().message + " from this node; check its routes to the head node");
+  }
+  const std::vector<InterfaceAddress> interfaces = interface_addresses();
+  auto name = interface_for_route(*source, interfaces, master_addr);
+  if (!name) return fail(name.error().message);
+  return socket_ifname_environment(*name);
+}
+
 }  // namespace ddp::sys

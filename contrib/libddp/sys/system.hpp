@@ -63,9 +63,13 @@ std::optional<std::string> interface_of(const sockaddr* addr);
 // "10.0.0.5" / "fe80::1" for a socket address; an IPv4-mapped IPv6 address as IPv4.
 std::string address_text(const sockaddr* addr);
 
-// The interface the kernel routes `host` through: a connected UDP socket (no packet is sent),
-// getsockname, then interface_of. nullopt when `host` does not resolve or has no route.
-std::optional<std::string> route_interface(const std::string& host);
+// What socket_ifname=auto exports on this node (the plugin calls this, and ddp-check
+// --topology prints it): NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME for the interface that holds
+// the source address of the route to `master_addr`. An IP address is taken as it is; a name is
+// resolved within `resolve_timeout` seconds and its address picked by `policy`, as the plugin
+// picks MASTER_ADDR. The error names what failed.
+Result<EnvList> socket_ifname_for(const std::string& master_addr, const AddressPolicy& policy,
+                                  unsigned resolve_timeout);
 
 // NVIDIA GPUs the loaded driver lists (/proc/driver/nvidia/gpus/*), nullopt without the
 // driver. Reads one directory: no library, no device is opened.
