@@ -123,19 +123,21 @@ std::optional<std::string> problem(std::string_view token, Source source) {
 std::vector<std::string> decode(const StrictReader& r, const YAML::Node& node,
                                 const std::string& path, Source source) {
   auto list = r.strings(node, path);
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    auto why = problem(list[i], source);
-    if (!why) continue;
-    // "[--exclude=a,b]" is two items to YAML: the second starts without "--".
-    if (i > 0 && node.Style() == YAML::EmitterStyle::Flow && !list[i].starts_with("-"))
-      why =
-          "is not an option: in a [...] list a comma separates items; quote an option that "
-          "holds one, as in " +
-          ddp::text::quote(list[i - 1] + "," + list[i]);
+  auto refuse = [&](std::size_t i, const std::string& why) {
     r.reject(node[i], path,
              ddp::text::quote(path) + ": " + ddp::text::quote(list[i]) +
-                 (why->starts_with(":") ? "" : " ") + *why);
-  }
+                 (why.starts_with(":") ? "" : " ") + why);
+  };
+  // "[--gres=gpu:4,nvme:100]" is two items to YAML, the second without "--": said first, since
+  // the first half may be wrong on its own too.
+  for (std::size_t i = 1; i < list.size(); ++i)
+    if (node.Style() == YAML::EmitterStyle::Flow && !list[i].starts_with("-"))
+      refuse(i,
+             "is not an option: in a [...] list a comma separates items; quote an option "
+             "that holds one, as in " +
+                 ddp::text::quote(list[i - 1] + "," + list[i]));
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (auto why = problem(list[i], source)) refuse(i, *why);
   return list;
 }
 
