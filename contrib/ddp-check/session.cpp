@@ -2,7 +2,6 @@
 #include "ddp-check/session.hpp"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -143,20 +142,30 @@ struct Session::State {
     for (auto& c : conns) close_fd(c.fd);
   }
 
+  // MASTER_ADDR's addresses, through the plugin's bounded resolver: a resolver that does not
+  // answer costs at most the time left before the deadline, never a hang.
   std::optional<std::string> resolve() {
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    std::string port = std::to_string(id.master_port);
-    int rc = getaddrinfo(id.master_addr.c_str(), port.c_str(), &hints, &found);
-    if (rc != 0) return "cannot resolve MASTER_ADDR " + id.master_addr + ": " + gai_strerror(rc);
-    for (addrinfo* a = found; a; a = a->ai_next) {
+    const auto left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    const auto bound = static_cast<unsigned>(std::clamp(std::ceil(left), 1.0, 3600.0));
+    sys::Resolution found = sys::resolve_host(id.master_addr, bound, "--timeout");
+    if (found.error) return "MASTER_ADDR: " + *found.error;
+    for (const IpAddress& address : found.addresses) {
       sockaddr_storage s{};
-      std::memcpy(&s, a->ai_addr, a->ai_addrlen);
+      if (address.family == Family::ipv6) {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&s);
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons(id.master_port);
+        std::memcpy(&a->sin6_addr, address.bytes.data(), 16);
+        target_lens.push_back(sizeof *a);
+      } else {
+        auto* a = reinterpret_cast<sockaddr_in*>(&s);
+        a->sin_family = AF_INET;
+        a->sin_port = htons(id.master_port);
+        std::memcpy(&a->sin_addr, address.bytes.data(), 4);
+        target_lens.push_back(sizeof *a);
+      }
       targets.push_back(s);
-      target_lens.push_back(a->ai_addrlen);
     }
-    freeaddrinfo(found);
     return std::nullopt;
   }
 
@@ -304,21 +313,26 @@ struct Session::State {
     }
     if (master || !(revents & (POLLIN | POLLHUP | POLLERR))) return true;
     const bool open = read_some(client);
-    if (auto line = client.in.next_line()) {
-      auto verdict = parse_verdict(*line);
-      if (verdict)
-        ex.verdict = *verdict;
-      else
-        ex.local_fault =
-            "rank 0 at " + master_text + " answered garbage: " + verdict.error().message;
-      return false;
-    }
+    if (take_verdict(ex)) return false;
     if (!open || client.in.overflowed()) {
       ex.local_fault = "rank 0 at " + master_text +
                        " closed the connection without a verdict (it gave up already, or "
                        "crashed; see rank 0's output)";
       return false;
     }
+    return true;
+  }
+
+  // The one verdict reader: the next line from rank 0 as ex.verdict, or a garbage line as
+  // ex.local_fault; false while no whole line is there.
+  bool take_verdict(Exchange& ex) {
+    auto line = client.in.next_line();
+    if (!line) return false;
+    auto verdict = parse_verdict(*line);
+    if (verdict)
+      ex.verdict = *verdict;
+    else
+      ex.local_fault = "rank 0 at " + master_text + " answered garbage: " + verdict.error().message;
     return true;
   }
 
@@ -566,15 +580,7 @@ Exchange Session::await_verdict() {
   Exchange result;
   bool open = s.client.fd >= 0;
   for (;;) {
-    if (auto line = s.client.in.next_line()) {
-      auto verdict = parse_verdict(*line);
-      if (verdict)
-        result.verdict = *verdict;
-      else
-        result.local_fault =
-            "rank 0 at " + s.master_text + " answered garbage: " + verdict.error().message;
-      return result;
-    }
+    if (s.take_verdict(result)) return result;
     if (!open) {
       result.local_fault =
           "rank 0 at " + s.master_text + " closed the connection without a final verdict";

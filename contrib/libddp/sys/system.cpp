@@ -96,7 +96,8 @@ int wait_for(Lookup& lookup, unsigned timeout_seconds) {
 
 }  // namespace
 
-Resolution resolve_host(const std::string& name, unsigned timeout_seconds) {
+Resolution resolve_host(const std::string& name, unsigned timeout_seconds,
+                        std::string_view bound_by) {
   auto lookup = std::make_unique<Lookup>();
   lookup->name = name;
   lookup->hints.ai_family = AF_UNSPEC;
@@ -121,8 +122,8 @@ Resolution resolve_host(const std::string& name, unsigned timeout_seconds) {
     out.unknown = rc == EAI_NONAME || rc == EAI_NODATA;
     out.error = "cannot resolve " + text::quote(name) + ": " +
                 (rc == EAI_INPROGRESS || rc == EAI_CANCELED
-                     ? "no answer within " + text::decimal(timeout_seconds) +
-                           " s (resolve_timeout= in plugstack.conf); check this node's DNS servers"
+                     ? "no answer within " + text::decimal(timeout_seconds) + " s (" +
+                           std::string(bound_by) + "); check this node's DNS servers"
                      : std::string(::gai_strerror(rc)));
     return out;
   }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libddp/core/address.hpp"
@@ -26,8 +27,10 @@ struct Resolution {
 };
 
 // Resolves `name` (getaddrinfo_a), waiting at most `timeout_seconds`; at the bound the error
-// says so and names resolve_timeout=. A lookup still running then is abandoned to glibc.
-Resolution resolve_host(const std::string& name, unsigned timeout_seconds);
+// says so and names what sets the bound (`bound_by`: the plugin's resolve_timeout=, ddp-check's
+// --timeout). A lookup still running then is abandoned to glibc.
+Resolution resolve_host(const std::string& name, unsigned timeout_seconds,
+                        std::string_view bound_by = "resolve_timeout= in plugstack.conf");
 
 // Addresses configured on this node's interfaces (getifaddrs), loopback included.
 std::vector<IpAddress> local_addresses();
