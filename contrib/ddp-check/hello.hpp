@@ -94,6 +94,8 @@ class LineBuffer {
   std::optional<std::string> next_line();
   // True once a line exceeded k_max_line.
   bool overflowed() const { return overflowed_; }
+  // Bytes held: complete lines not taken yet and the unterminated tail.
+  std::size_t size() const { return data_.size(); }
 
  private:
   std::string data_;
