@@ -278,7 +278,7 @@ bool launches_per_node(const std::vector<std::string>& command) {
 std::string usage() {
   return R"(usage: ddp-watch --timeout DURATION [options] [--] COMMAND [ARGS...]
 
-Runs COMMAND (usually srun ... python train.py) and watches it for progress: a line of output
+Runs COMMAND (usually srun ... python train.py) and watches it for progress: any output
 from any task, or a new modification time of the heartbeat file. When there is none for
 DURATION, every task's Python stack is dumped (SIGABRT; Python prints it with
 PYTHONFAULTHANDLER=1, which ddp-watch exports), the ranks are told apart (waiting in a
