@@ -129,7 +129,8 @@ need_tqdm() {
 
 # The helper step never starts (srun --overlap hangs, as on a controller that cannot schedule
 # it): after half the grace the step is signalled as a whole, and ddp-watch still ends it on
-# time. Its DataLoader workers then dump too, and are labelled as their rank's children.
+# time. (Signalled as a whole, a rank's DataLoader workers would dump into its stream at the
+# same moment, mid-line: that is why the helper exists; the unit tests label such dumps.)
 @test "the helper step cannot start: the step is signalled instead and ended on time" {
   mkdir -p "$work/fake"
   cat >"$work/fake/srun" <<'SRUN'
@@ -140,14 +141,12 @@ SRUN
   chmod +x "$work/fake/srun"
   path_first=$work/fake
   id=$(submit 10s "" /usr/bin/srun --ddp /usr/bin/python3 "$k_stall_py" --steps 100000 \
-    --loader-workers 2 --hang-rank 3 --at-step 10)
+    --hang-rank 3 --at-step 10)
   finished "$id" FAILED
   grep -q '^ddp-watch: the helper step could not freeze the step in time: signalling the step instead$' <<<"$log"
   grep -q '^watch exit 124$' <<<"$log"
-  # Signalled as a whole, a rank and its workers dump into one stream at once and may
-  # interleave; the stuck rank is still named, and the workers are not taken for ranks.
-  grep -Eq '^ddp-watch: verdict: (.*; )?rank 3 on node02 at stall\.py:[0-9]+ in load_batch; ' <<<"$log"
-  grep -q 'a child process of the rank ===$' "$work/stacks.txt"
+  grep -Eq '^ddp-watch: verdict: rank 3 on node02 at stall\.py:[0-9]+ in load_batch; ranks 0-2 on node\[01-02\] wait in ' <<<"$log"
+  [ "$(grep -c '^Fatal Python error: Aborted$' "$work/stacks.txt")" -eq 4 ]
 }
 
 # srun -o FILE: the step's output goes to the file, never through ddp-watch; the file growing
