@@ -17,6 +17,7 @@
 #include "ddp-check/hello.hpp"
 #include "ddp-check/interfaces.hpp"
 #include "ddp-check/nccl_phase.hpp"
+#include "ddp-check/node_phases.hpp"
 #include "ddp-check/options.hpp"
 #include "ddp-check/session.hpp"
 #include "ddp-check/topology.hpp"
@@ -262,9 +263,10 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
                 id.scope == Scope::ranks ? "ranks" : "node launchers", nodes.size(),
                 nodes.size() == 1 ? "node" : "nodes", id.master_addr.c_str(), id.master_port,
                 elapsed.c_str());
-    return k_exit_ok;
+    return o.pairs ? pairs_coordinator(o, id, ex.hellos) : k_exit_ok;
   }
-  return nccl_master(session, id, o, ex.hellos.size(), nodes.size(), deadline);
+  const int rc = nccl_master(session, id, o, ex.hellos.size(), nodes.size(), deadline);
+  return rc == k_exit_ok && o.pairs ? pairs_coordinator(o, id, ex.hellos) : rc;
 }
 
 int run_worker(Session& session, const Identity& id, const Options& o) {
@@ -280,7 +282,9 @@ int run_worker(Session& session, const Identity& id, const Options& o) {
     }
     return k_exit_ok;
   };
-  if (int rc = verdict_of(ex); rc != k_exit_ok || ex.verdict->kind == Verdict::Kind::ok) return rc;
+  if (int rc = verdict_of(ex); rc != k_exit_ok || ex.verdict->kind == Verdict::Kind::ok) {
+    return rc == k_exit_ok && o.pairs ? pairs_agent(o, id) : rc;
+  }
   // Rank 0 asked for the NCCL phase.
   auto timing = nccl_allreduce(ex.verdict->text, static_cast<int>(id.self.rank),
                                static_cast<int>(id.self.world_size),
@@ -292,7 +296,8 @@ int run_worker(Session& session, const Identity& id, const Options& o) {
     say(who(id) + ": FAILED: unexpected second NCCL request from rank 0");
     return k_exit_fault;
   }
-  return timing ? rc : k_exit_fault;
+  if (!timing) return k_exit_fault;
+  return rc == k_exit_ok && o.pairs ? pairs_agent(o, id) : rc;
 }
 
 }  // namespace
@@ -323,10 +328,15 @@ int main(int argc, char** argv) {
   identity->self.pid = static_cast<std::uint32_t>(getpid());
   identity->self.nccl_ready =
       options->nccl && identity->scope == Scope::ranks && !nccl_unavailable().has_value();
+  // Every node says whether its fabric is there (one process per node), and the check goes on.
+  const bool first_on_node = identity->scope == Scope::nodes || identity->self.local_rank == 0;
+  const int fabric_rc =
+      first_on_node ? check_fabric_here(*options, slurm_node_name(identity->self.host)) : 0;
   arm_watchdog(options->timeout_s);
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options->timeout_s));
   Session session(*identity, auth_config(*options, getenv_lookup), deadline);
-  return identity->is_master() ? run_master(session, *identity, *options, start, deadline)
-                               : run_worker(session, *identity, *options);
+  const int rc = identity->is_master() ? run_master(session, *identity, *options, start, deadline)
+                                       : run_worker(session, *identity, *options);
+  return rc != k_exit_ok ? rc : fabric_rc;
 }

@@ -7,7 +7,10 @@
 #   - every rank on node02 hangs in its data loading: ddp-watch's verdict names node02, the job
 #     is requeued without it and finishes;
 #   - a bug that fails every rank: no node is blamed, one plain retry, then the job fails saying
-#     the fault follows it.
+#     the fault follows it;
+#   - node02's link limited with tc (200 Mbit/s): `ddp-check --pairs` names node02, and only it;
+#   - the fabric assertion with a fake sysfs tree per node: the node whose InfiniBand port is
+#     DOWN is named, the others report their ACTIVE port.
 # The cluster of the ctest fixture has 3 nodes; setup_file starts it again with 4 (same Slurm,
 # same plugin) and teardown_file puts 3 back, a few seconds each.
 #
@@ -51,9 +54,13 @@ setup() {
   [[ -x $check_bin ]] || skip "ddp-check not built (cmake --build build) and DDP_CHECK_BIN unset"
   work=$(mktemp -d /tmp/ddp-heal.XXXXXX)
   blackholed=""
+  limited=""
 }
 
 teardown() {
+  if [[ -n ${limited:-} ]]; then
+    ip netns exec "$(netns "$limited")" tc qdisc del dev eth0 root || true
+  fi
   if [[ -n ${blackholed:-} ]]; then
     ip netns exec "$(netns "$blackholed")" ip route del blackhole "$SUBNET.11/32" || true
   fi
@@ -137,4 +144,39 @@ EOF
   grep -qx "ddp-watch: heal: not blaming a node: no node was named; requeueing once as it is, a second such failure ends the job" "$work/job.out"
   grep -qx "ddp-watch: heal: the fault follows the job: no node was named, after a retry that failed too; it is the program's or its input's, not a node's: not requeueing" "$work/job.out"
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: none" ]
+}
+
+@test "a tc bandwidth limit on one node: ddp-check --pairs names that node" {
+  command -v tc >/dev/null || skip "tc (iproute2) not installed"
+  ip netns exec "$(netns node02)" tc qdisc add dev eth0 root tbf rate 200mbit burst 64kb latency 50ms
+  limited=node02
+  run cl srun -N3 --ddp "$check_bin" --timeout 10 --pairs --pairs-seconds 0.3
+  echo "$output"
+  [ "$status" -eq 1 ]
+  grep -qx "pairs: 3 nodes, 3 rounds, 0.30 s per direction; NCCL send/recv not measured" <<<"$output"
+  grep -qE "^   1 node02 +[0-9.]+ +- +[0-9.]+  [0-9.]+ SLOW$" <<<"$output"
+  grep -qE "^pairs: slow: node02 \([0-9.]+ Gbit/s\); median [0-9.]+ Gbit/s, threshold 0.5 x median$" <<<"$output"
+  [ "$(grep -c "^ddp-check: suspect " <<<"$output")" -eq 1 ]
+  grep -qE "^ddp-check: suspect node02: slow: best pair 0\.[0-2][0-9] Gbit/s, median " <<<"$output"
+  grep -qx "ddp-check: pairs: FAILED" <<<"$output"
+}
+
+@test "--fabric ib with a fake sysfs tree per node: the node without an ACTIVE port is named" {
+  local node state
+  for node in node01 node02 node03; do
+    state="4: ACTIVE"
+    [[ $node == node03 ]] && state="1: DOWN"
+    mkdir -p "$work/sys/$node/class/infiniband/mlx5_0/ports/1"
+    echo "$state" >"$work/sys/$node/class/infiniband/mlx5_0/ports/1/state"
+    echo InfiniBand >"$work/sys/$node/class/infiniband/mlx5_0/ports/1/link_layer"
+  done
+  # shellcheck disable=SC2016  # expanded by each task's shell
+  run cl srun -N3 --ddp bash -c 'exec "$0" --timeout 10 --fabric ib --sysfs-root "$1/$SLURMD_NODENAME"' \
+    "$check_bin" "$work/sys"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  grep -qx "ddp-check: fabric ib on node01: mlx5_0 port 1 4: ACTIVE (InfiniBand)" <<<"$output"
+  grep -qx "ddp-check: fabric ib on node02: mlx5_0 port 1 4: ACTIVE (InfiniBand)" <<<"$output"
+  grep -qx "ddp-check: suspect node03: fabric: ib: no InfiniBand port ACTIVE: mlx5_0 port 1 1: DOWN (InfiniBand)" <<<"$output"
+  grep -qE "^ddp-check: OK: 3 ranks on 3 nodes reached " <<<"$output"
 }
