@@ -13,20 +13,24 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "ddp-watch/crash.hpp"
 #include "ddp-watch/dump_plan.hpp"
 #include "ddp-watch/evidence.hpp"
 #include "ddp-watch/heal_run.hpp"
 #include "ddp-watch/report.hpp"
+#include "ddp-watch/schedule.hpp"
 #include "ddp-watch/slurm.hpp"
+#include "ddp-watch/traceback.hpp"
 #include "libddp/core/hostlist.hpp"
+#include "libddp/sys/exec.hpp"
 
 namespace ddp::watch {
 namespace {
 
 using ddp::Hostlist;
-using Clock = std::chrono::steady_clock;
+using ddp::sys::Started;
 
 volatile std::sig_atomic_t g_forward = 0;  // a signal to pass on to the command
 void remember_signal(int sig) {
@@ -54,7 +58,10 @@ std::string env_or(const char* name, std::string fallback) {
 
 class Watch {
  public:
-  explicit Watch(const Options& o) : o_(o), job_(env_or("SLURM_JOB_ID", "")) {
+  explicit Watch(const Options& o)
+      : o_(o),
+        job_(env_or("SLURM_JOB_ID", "")),
+        schedule_(o.timeout_s, o.startup_s, o.grace_s, Clock::now()) {
     // Only srun's output is labelled: another command's "12: loss" is its own text.
     labels_ = is_srun(o.command);
     keep_labels_ = std::getenv("SLURM_LABELIO") != nullptr || o.keep_labels;
@@ -74,6 +81,8 @@ class Watch {
   void helper_line(std::string_view raw);
   bool start_helper();
   void check_heartbeat();
+  bool child_ended();
+  void drain_after_end();
   void stall();
   void finish_stall();
   int report(int status);
@@ -83,16 +92,15 @@ class Watch {
   const Options& o_;
   std::string job_;
   bool labels_ = true, keep_labels_ = false;
-  Child child_;
+  Schedule schedule_;
+  Started child_;
+  int child_status_ = -1;  // its wait status, once it ended
   std::string out_pending_, err_pending_;
-  Clock::time_point last_progress_ = Clock::now();
-  Clock::time_point kill_at_{};
-  bool stalled_ = false, killed_ = false, progressed_ = false;
   timespec heartbeat_mtime_{};
   std::vector<std::string> before_;  // steps that ran before the command: not ours
-  std::vector<Step> ours_;
+  std::vector<StepRow> ours_;
   bool torchrun_ = false;
-  Child helper_;  // the per-node stack helper (torchrun)
+  Started helper_;  // the per-node stack helper (torchrun)
   std::string helper_out_, helper_err_;
   std::vector<StepProcess> notices_;
   std::vector<Line> captured_;
@@ -111,24 +119,25 @@ void Watch::gather_suspects(const std::string& text) {
 }
 
 void Watch::line(std::string_view raw, int out_fd) {
-  Line l = labels_ ? split_label(raw) : Line{-1, std::string(raw)};
-  if (l.task >= 0) tasks_.insert(l.task);
+  Line whole = labels_ ? split_label(raw) : Line{-1, std::string(raw)};
+  if (whole.task >= 0) tasks_.insert(whole.task);
   // After the stack request the tasks print their dumps; those go to the stacks file, not
   // interleaved into the job's output.
-  if (!stalled_ || l.task < 0) {
-    std::string_view shown = keep_labels_ || l.task < 0 ? raw : std::string_view(l.text);
+  if (!schedule_.is_stalled() || whole.task < 0) {
+    std::string_view shown = keep_labels_ || whole.task < 0 ? raw : std::string_view(whole.text);
     write_all(out_fd, shown);
     write_all(out_fd, "\n");
   }
-  reader_.add(l);
-  gather_suspects(l.text);
-  if (stalled_ && captured_.size() < 1'000'000) captured_.push_back(std::move(l));
-  last_progress_ = Clock::now();
-  progressed_ = true;
+  for (Line& l : split_at_dump(std::move(whole))) {
+    reader_.add(l);
+    gather_suspects(l.text);
+    if (schedule_.is_stalled() && captured_.size() < 1'000'000) captured_.push_back(std::move(l));
+  }
 }
 
 // Reads what is there and hands whole lines to `sink`; a line longer than 64 KiB goes in
-// pieces. Closes `fd` and sets it to -1 at the end of the stream.
+// pieces. Every byte is progress: a progress bar redraws with a carriage return and ends its
+// line only when it is done. Closes `fd` and sets it to -1 at the end of the stream.
 template <class Sink>
 void Watch::pump(int& fd, std::string& pending, Sink sink) {
   char buf[65536];
@@ -141,6 +150,7 @@ void Watch::pump(int& fd, std::string& pending, Sink sink) {
     fd = -1;
     return;
   }
+  schedule_.progress(Clock::now());
   pending.append(buf, static_cast<std::size_t>(n));
   std::size_t start = 0;
   for (std::size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
@@ -155,6 +165,12 @@ void Watch::pump(int& fd, std::string& pending, Sink sink) {
 
 // Waits up to a second for output of the command or the helper and handles it.
 void Watch::poll_once() {
+  if (child_.out < 0 && child_.err < 0 && helper_.out < 0 && helper_.err < 0) {
+    // Both pipes closed while the command runs on (srun -o FILE, a program that closed its
+    // output): poll would return at once.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return;
+  }
   pollfd fds[4] = {{child_.out, POLLIN, 0},
                    {child_.err, POLLIN, 0},
                    {helper_.out, POLLIN, 0},
@@ -174,31 +190,30 @@ void Watch::check_heartbeat() {
   if (o_.heartbeat.empty() || stat(o_.heartbeat.c_str(), &st) != 0) return;
   if (st.st_mtim.tv_sec != heartbeat_mtime_.tv_sec ||
       st.st_mtim.tv_nsec != heartbeat_mtime_.tv_nsec) {
-    progressed_ = true;
     heartbeat_mtime_ = st.st_mtim;
-    last_progress_ = Clock::now();
+    schedule_.progress(Clock::now());
   }
 }
 
 // Asks every task for its Python stack: scancel --signal=ABRT on the job's new steps (srun
 // does not forward SIGABRT), or the command's process group outside Slurm. torchrun's workers
 // share their launcher's output, so there a helper on each node signals them one at a time.
+// The grace starts now, whatever the helper does: the kill stays on time.
 void Watch::stall() {
-  stalled_ = true;
-  say("no progress for " + std::to_string(progressed_ ? o_.timeout_s : o_.startup_s) +
-      " s (no output" + (o_.heartbeat.empty() ? "" : ", heartbeat unchanged") +
-      "): asking every task for its stack");
-  for (const Step& s : running_steps(job_)) {
+  schedule_.stalled(Clock::now());
+  say(stall_message(schedule_.limit_s(), !o_.heartbeat.empty()));
+  for (StepRow& s : running_steps(job_)) {
     if (std::find(before_.begin(), before_.end(), s.id) == before_.end()) ours_.push_back(s);
   }
   bool signalled = torchrun_ && start_helper();
   if (!signalled) {
-    for (const Step& s : ours_) signalled = signal_step(s.id, "ABRT") || signalled;
+    for (const StepRow& s : ours_) signalled = signal_step(s.id, "ABRT") || signalled;
   }
   if (!signalled) kill(-child_.pid, SIGABRT);
-  kill_at_ = Clock::now() + std::chrono::seconds(o_.grace_s);
 }
 
+// Freezes the step on every node, then starts the helper that dumps it; false when the freeze
+// or the start failed or passed its deadline (the caller then signals the step).
 bool Watch::start_helper() {
   if (ours_.size() != 1) return false;
   auto nodes = Hostlist::count(ours_[0].nodes);
@@ -220,9 +235,17 @@ bool Watch::start_helper() {
   // First every process of the step stops, on every node, and only then does any worker dump
   // and die: a worker still running on another node would leave its collective when its peer
   // dies, and print the stack of its error handling instead of where it waited.
-  run_command(helper("--freeze-step"));
-  helper_ = spawn(helper("--dump-step"), {});
-  return helper_.pid > 0;
+  if (!run_command(helper("--freeze-step"), schedule_.helper_deadline())) {
+    say("the helper step could not freeze the step in time: signalling the step instead");
+    return false;
+  }
+  auto started = ddp::sys::start(helper("--dump-step"), {});
+  if (!started) {
+    say(started.error().message);
+    return false;
+  }
+  helper_ = *started;
+  return true;
 }
 
 void Watch::helper_line(std::string_view raw) {
@@ -236,11 +259,35 @@ void Watch::helper_line(std::string_view raw) {
 
 // The grace is over and the step still runs: end it.
 void Watch::finish_stall() {
-  killed_ = true;
+  schedule_.killed();
   say("the step still runs " + std::to_string(o_.grace_s) +
       " s after the stack request: ending it");
-  for (const Step& s : ours_) signal_step(s.id, "KILL");
+  for (const StepRow& s : ours_) signal_step(s.id, "KILL");
   kill(-child_.pid, SIGKILL);
+}
+
+// Whether the command has ended (reaped, its status kept).
+bool Watch::child_ended() {
+  if (child_status_ >= 0) return true;
+  int status = 0;
+  pid_t done = waitpid(child_.pid, &status, WNOHANG);
+  if (done == child_.pid) child_status_ = status;
+  return child_status_ >= 0;
+}
+
+// The command has ended: what it printed last is read, but a descendant that keeps its output
+// open (one that left its process group) is not waited for beyond a few seconds.
+void Watch::drain_after_end() {
+  const auto until = Clock::now() + std::chrono::seconds(3);
+  while ((child_.out >= 0 || child_.err >= 0) && Clock::now() < until) poll_once();
+  for (int* fd : {&child_.out, &child_.err}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+  for (std::string* pending : {&out_pending_, &err_pending_}) {
+    if (!pending->empty()) line(*pending, pending == &out_pending_ ? STDOUT_FILENO : STDERR_FILENO);
+    pending->clear();
+  }
 }
 
 int Watch::run() {
@@ -251,27 +298,27 @@ int Watch::run() {
   env.push_back("PYTHONFAULTHANDLER=1");
   if (labels_) env.push_back("SLURM_LABELIO=1");
   if (!o_.heartbeat.empty()) env.push_back("DDP_HEARTBEAT_FILE=" + o_.heartbeat);
-  for (const Step& s : running_steps(job_)) before_.push_back(s.id);
+  for (const StepRow& s : running_steps(job_)) before_.push_back(s.id);
   check_heartbeat();  // a heartbeat left by an earlier run is not progress of this one
-  progressed_ = false;
-  child_ = spawn(o_.command, env);
-  if (child_.pid < 0) {
-    say("cannot start " + o_.command[0]);
+  auto started = ddp::sys::start(o_.command, env);
+  if (!started) {
+    say(started.error().message);
     return 127;
   }
-  last_progress_ = Clock::now();
-  while (child_.out >= 0 || child_.err >= 0) {
+  child_ = *started;
+  schedule_ = Schedule(o_.timeout_s, o_.startup_s, o_.grace_s, Clock::now());
+  while (!child_ended()) {
     poll_once();
     if (g_forward != 0) {
       kill(child_.pid, static_cast<int>(g_forward));
       g_forward = 0;
     }
     check_heartbeat();
-    auto now = Clock::now();
-    long limit = progressed_ ? o_.timeout_s : o_.startup_s;
-    if (!stalled_ && now - last_progress_ >= std::chrono::seconds(limit)) stall();
-    if (stalled_ && !killed_ && now >= kill_at_) finish_stall();
+    Due due = schedule_.due(Clock::now());
+    if (due == Due::stall) stall();
+    if (due == Due::kill) finish_stall();
   }
+  drain_after_end();
   // The helper's last notices may still be on their way.
   auto helper_deadline = Clock::now() + std::chrono::seconds(10);
   while ((helper_.out >= 0 || helper_.err >= 0) && Clock::now() < helper_deadline) poll_once();
@@ -279,10 +326,7 @@ int Watch::run() {
     kill(-helper_.pid, SIGKILL);
     waitpid(helper_.pid, nullptr, 0);
   }
-  int status = 0;
-  while (waitpid(child_.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return report(status);
+  return report(child_status_);
 }
 
 // Puts the job back in the queue within the restart cap; Slurm then ends this run.
@@ -291,18 +335,17 @@ void Watch::requeue() {
       requeue_target(job_, env_or("SLURM_ARRAY_JOB_ID", ""), env_or("SLURM_ARRAY_TASK_ID", ""));
   RequeueDecision d = decide_requeue(target, env_or("SLURM_RESTART_COUNT", ""), o_.requeue_max);
   say(d.message);
-  if (d.requeue && !run_command({"scontrol", "requeue", target})) {
+  if (d.requeue && !run_command({"scontrol", "requeue", target}, std::chrono::seconds(30))) {
     say("scontrol requeue " + target + " failed: the job ends here (is it requeueable?)");
   }
 }
 
 int Watch::report(int status) {
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (stalled_) {
+  int code = ddp::sys::exit_status(status);
+  if (schedule_.is_stalled()) {
     StallReport r =
         stall_report(captured_, reader_.facts(), {tasks_.begin(), tasks_.end()}, notices_);
-    std::string path =
-        o_.stacks.empty() ? "ddp-watch-" + env_or("SLURM_JOB_ID", "local") + ".stacks" : o_.stacks;
+    std::string path = stacks_path(o_.stacks, job_);
     std::ofstream file(path);
     file << r.stacks;
     file.close();

@@ -53,6 +53,14 @@ void add_line(Dump& dump, std::string_view text) {
 
 }  // namespace
 
+std::vector<Line> split_at_dump(Line line) {
+  const std::size_t at = line.text.find(k_fatal);
+  if (at == std::string::npos || at == 0) return {std::move(line)};
+  Line dump{line.task, line.text.substr(at)};
+  line.text.resize(at);
+  return {std::move(line), std::move(dump)};
+}
+
 std::vector<Dump> parse_dumps(const std::vector<Line>& lines) {
   std::vector<Dump> dumps;
   std::map<int, std::size_t> open;  // task -> index of its dump still being printed

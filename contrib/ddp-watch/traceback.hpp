@@ -29,6 +29,12 @@ struct Dump {
   std::vector<std::string> text;  // the dump as printed, for the stacks file
 };
 
+// A line in which a dump's first line follows other text of the same task (a progress bar's
+// last redraw, written without a newline, then "Fatal Python error: ..."): that text and the
+// dump's first line as two lines, so that every dump starts on a line of its own. Any other
+// line comes back alone.
+std::vector<Line> split_at_dump(Line line);
+
 // Returns every dump found in `lines`, in the order they started. Lines of several tasks may
 // interleave (srun --label keeps each line whole); lines that belong to no dump are skipped.
 std::vector<Dump> parse_dumps(const std::vector<Line>& lines);

@@ -59,22 +59,23 @@ machine() {
 
 load_now() { cut -d' ' -f1 /proc/loadavg; }
 
-# Private memory of one process that imported torch.distributed: what each rank adds.
+# The memory one process adds by importing torch.distributed: its private dirty pages (heap,
+# Python objects); the libraries' file pages are shared by every rank on the machine.
 measure_rank_bytes() {
   rank_bytes=$(/usr/bin/python3 -c '
 import torch, torch.distributed
 fields = [line.split() for line in open("/proc/self/smaps_rollup")]
-print(sum(int(f[1]) * 1024 for f in fields if f[0] in ("Private_Dirty:", "Private_Clean:")))')
+print(sum(int(f[1]) * 1024 for f in fields if f[0] == "Private_Dirty:"))')
   record "machine rank_mib $((rank_bytes / 1048576))"
 }
 
-# Whether N ranks of torch fit in half the memory available now (the rest: slurmds, the
-# machine's other work); else prints why not.
+# Whether N ranks of torch fit in 60% of the memory available now (the rest: gloo's buffers,
+# the slurmds, the machine's other work); else prints why not.
 allreduce_fits() {
   local n=$1 avail
-  avail=$(awk '/MemAvailable/ { print $2 * 1024 }' /proc/meminfo)
-  if ((n * rank_bytes > avail / 2)); then
-    echo "$n ranks x $((rank_bytes / 1048576)) MiB = $((n * rank_bytes / 1073741824)) GiB > half of the $((avail / 1073741824)) GiB available"
+  avail=$(awk '/MemAvailable/ { printf "%.0f", $2 * 1024 }' /proc/meminfo)
+  if ((n * rank_bytes > avail / 10 * 6)); then
+    echo "$n ranks x $((rank_bytes / 1048576)) MiB = $((n * rank_bytes / 1048576)) MiB > 60% of the $((avail / 1048576)) MiB available"
   fi
 }
 
@@ -117,7 +118,9 @@ noplugin() {
   ((m >= 2)) || return 0
   rm -rf "$dir" && mkdir -p "$dir"
   second=$(printf 'node%0*d' "$(( ${#n} < 2 ? 2 : ${#n} ))" 2)
-  printf 'extends: %s\nddp_plugin: false\n' "$root/site-profiles/local.yaml" >"$dir/noplugin.yaml"
+  # The local profile, without the plugin and with a partition as large as the cluster.
+  printf 'extends: %s\nddp_plugin: false\npartitions:\n  - name: debug\n    max_nodes: %d\n    max_time: "1:00:00"\n' \
+    "$root/site-profiles/local.yaml" "$n" >"$dir/noplugin.yaml"
   printf 'import os, socket\nprint("task", os.environ["RANK"], socket.gethostname(), os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], os.environ["SLURM_JOB_NODELIST"], flush=True)\n' >"$dir/probe.py"
   printf 'name: probe\nnodes: %d\nprocs_per_node: 1\ntime: "00:05:00"\nlauncher: srun\nscript: %s\noutput: %s\n' \
     "$m" "$dir/probe.py" "$dir/job.out" >"$dir/job.yaml"
@@ -135,8 +138,8 @@ noplugin() {
 }
 
 one_size() {
-  local n=$1 pairs=9 t0
-  ((n >= 64)) && pairs=7
+  local n=$1 pairs=15 t0
+  ((n >= 64)) && pairs=9
   ((n >= 256)) && pairs=5
   record "load $n before $(load_now)"
   t0=$(date +%s%N)

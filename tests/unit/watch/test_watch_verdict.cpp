@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "ddp-watch/crash.hpp"
 #include "ddp-watch/report.hpp"
 #include "ddp-watch/verdict.hpp"
@@ -136,4 +138,27 @@ TEST(WatchVerdict, TorchrunRanksFromTheHelper) {
             "rank 3 on node02 at train.py:8 in load_batch; rank 2 on node02 waits in all_reduce at "
             "train.py:12 in <module>");
   EXPECT_NE(r.stacks.find("=== task 1, node node02, launcher ==="), std::string::npos);
+}
+
+TEST(WatchVerdict, OneHungRankAmong256NodesIsOneShortLine) {
+  // 256 nodes x 4 ranks, rank 517 (node130) elsewhere, every other rank in all_reduce.
+  std::vector<Process> processes;
+  for (int r = 0; r < 1024; ++r) {
+    Process p;
+    p.task = p.rank = r;
+    char node[16];
+    std::snprintf(node, sizeof node, "node%03d", r / 4 + 1);
+    p.node = node;
+    p.state = r == 517 ? State::elsewhere : State::collective;
+    p.collective = r == 517 ? "" : "all_reduce";
+    p.where = r == 517 ? Frame{"/work/train.py", 8, "load_batch"}
+                       : Frame{"/work/train.py", 12, "<module>"};
+    p.innermost = p.where;
+    processes.push_back(p);
+  }
+  std::string line = verdict(processes, {}, Layout{});
+  EXPECT_EQ(line,
+            "rank 517 on node130 at train.py:8 in load_batch; ranks 0-516,518-1023 on "
+            "node[001-256] wait in all_reduce at train.py:12 in <module>");
+  EXPECT_LT(line.size(), 300u);
 }
