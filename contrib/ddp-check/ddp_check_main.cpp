@@ -20,10 +20,13 @@
 #include "ddp-check/node_phases.hpp"
 #include "ddp-check/options.hpp"
 #include "ddp-check/session.hpp"
+#include "ddp-check/suspects.hpp"
 #include "ddp-check/topology.hpp"
 #include "ddp-check/verify.hpp"
+#include "libddp/core/hostlist.hpp"
 #include "libddp/sys/system.hpp"
 #include "libddp/util/rules.hpp"
+#include "libddp/util/suspect.hpp"
 #include "libddp/util/text.hpp"
 
 namespace {
@@ -229,6 +232,17 @@ int nccl_master(Session& session, const Identity& id, const Options& o, std::siz
   return k_exit_ok;
 }
 
+// The suspect lines of a world with silent nodes (suspects.hpp), for ddp-watch --heal.
+void print_suspects(const std::vector<Hello>& hellos, const std::string& head) {
+  auto list = getenv_lookup("SLURM_STEP_NODELIST");
+  auto nodes = list ? ddp::Hostlist::parse(*list) : ddp::Result<ddp::Hostlist>(ddp::fail(""));
+  if (!nodes || nodes->size() > 100'000) return;
+  for (const auto& s : world_suspects(nodes->expand(), hellos, head)) {
+    std::printf("%s\n", ddp::suspect_line(s).c_str());
+  }
+  std::fflush(stdout);
+}
+
 int run_master(Session& session, const Identity& id, const Options& o, Clock::time_point start,
                Clock::time_point deadline) {
   // Leave a quarter of the bound for the verdict to reach everyone before they give up.
@@ -248,6 +262,7 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
   const auto send_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
   if (!report.ok()) {
     for (const auto& f : report.faults) say("FAULT: " + f);
+    print_suspects(ex.hellos, slurm_node_name(id.self.host));
     session.broadcast({Verdict::Kind::fail, summarize(report)}, send_until);
     say("FAILED: " + std::to_string(report.faults.size()) +
         (report.faults.size() == 1 ? " fault" : " faults") + " found by " + who(id));

@@ -8,6 +8,7 @@
 #     is requeued without it and finishes;
 #   - a bug that fails every rank: no node is blamed, one plain retry, then the job fails saying
 #     the fault follows it;
+#   - node03's ddp-check given an address that does not answer: rank 0 names node03;
 #   - node02's link limited with tc (200 Mbit/s): `ddp-check --pairs` names node02, and only it;
 #   - the fabric assertion with a fake sysfs tree per node: the node whose InfiniBand port is
 #     DOWN is named, the others report their ACTIVE port.
@@ -179,4 +180,15 @@ EOF
   grep -qx "ddp-check: fabric ib on node02: mlx5_0 port 1 4: ACTIVE (InfiniBand)" <<<"$output"
   grep -qx "ddp-check: suspect node03: fabric: ib: no InfiniBand port ACTIVE: mlx5_0 port 1 1: DOWN (InfiniBand)" <<<"$output"
   grep -qE "^ddp-check: OK: 3 ranks on 3 nodes reached " <<<"$output"
+}
+
+@test "a node whose ranks cannot reach rank 0: rank 0 names it in a suspect line" {
+  # shellcheck disable=SC2016  # expanded by each task's shell
+  run cl srun -N4 --ddp bash -c \
+    '[ "$SLURMD_NODENAME" = node03 ] && export MASTER_ADDR=$1.99; exec "$0" --timeout 5' \
+    "$check_bin" "$SUBNET"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [ "$(grep -c "^ddp-check: suspect " <<<"$output")" -eq 1 ]
+  grep -qx "ddp-check: suspect node03: missing-rank: no rank on node03 reached rank 0 on node01" <<<"$output"
 }
