@@ -2,7 +2,6 @@
 #include "ddp-check/session.hpp"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -13,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -64,11 +64,13 @@ struct Conn {
   bool closed = false;
 };
 
-// Reads what is there; false on EOF or error.
-bool read_some(Conn& c) {
+// Reads what is there, until `c` holds `cap` bytes; false on EOF or error.
+bool read_some(Conn& c, std::size_t cap = SIZE_MAX) {
   char buf[4096];
   for (;;) {
-    ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+    const std::size_t room = cap - std::min(cap, c.in.size());
+    if (room == 0) return true;  // full: the caller takes its line or refuses the peer
+    ssize_t n = recv(c.fd, buf, std::min(sizeof buf, room), 0);
     if (n > 0) {
       c.received += static_cast<std::size_t>(n);
       if (!c.in.feed(std::string_view(buf, static_cast<std::size_t>(n)))) return false;
@@ -140,20 +142,30 @@ struct Session::State {
     for (auto& c : conns) close_fd(c.fd);
   }
 
+  // MASTER_ADDR's addresses, through the plugin's bounded resolver: a resolver that does not
+  // answer costs at most the time left before the deadline, never a hang.
   std::optional<std::string> resolve() {
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    std::string port = std::to_string(id.master_port);
-    int rc = getaddrinfo(id.master_addr.c_str(), port.c_str(), &hints, &found);
-    if (rc != 0) return "cannot resolve MASTER_ADDR " + id.master_addr + ": " + gai_strerror(rc);
-    for (addrinfo* a = found; a; a = a->ai_next) {
+    const auto left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    const auto bound = static_cast<unsigned>(std::clamp(std::ceil(left), 1.0, 3600.0));
+    sys::Resolution found = sys::resolve_host(id.master_addr, bound, "--timeout");
+    if (found.error) return "MASTER_ADDR: " + *found.error;
+    for (const IpAddress& address : found.addresses) {
       sockaddr_storage s{};
-      std::memcpy(&s, a->ai_addr, a->ai_addrlen);
+      if (address.family == Family::ipv6) {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&s);
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons(id.master_port);
+        std::memcpy(&a->sin6_addr, address.bytes.data(), 16);
+        target_lens.push_back(sizeof *a);
+      } else {
+        auto* a = reinterpret_cast<sockaddr_in*>(&s);
+        a->sin_family = AF_INET;
+        a->sin_port = htons(id.master_port);
+        std::memcpy(&a->sin_addr, address.bytes.data(), 4);
+        target_lens.push_back(sizeof *a);
+      }
       targets.push_back(s);
-      target_lens.push_back(a->ai_addrlen);
     }
-    freeaddrinfo(found);
     return std::nullopt;
   }
 
@@ -301,21 +313,26 @@ struct Session::State {
     }
     if (master || !(revents & (POLLIN | POLLHUP | POLLERR))) return true;
     const bool open = read_some(client);
-    if (auto line = client.in.next_line()) {
-      auto verdict = parse_verdict(*line);
-      if (verdict)
-        ex.verdict = *verdict;
-      else
-        ex.local_fault =
-            "rank 0 at " + master_text + " answered garbage: " + verdict.error().message;
-      return false;
-    }
+    if (take_verdict(ex)) return false;
     if (!open || client.in.overflowed()) {
       ex.local_fault = "rank 0 at " + master_text +
                        " closed the connection without a verdict (it gave up already, or "
                        "crashed; see rank 0's output)";
       return false;
     }
+    return true;
+  }
+
+  // The one verdict reader: the next line from rank 0 as ex.verdict, or a garbage line as
+  // ex.local_fault; false while no whole line is there.
+  bool take_verdict(Exchange& ex) {
+    auto line = client.in.next_line();
+    if (!line) return false;
+    auto verdict = parse_verdict(*line);
+    if (verdict)
+      ex.verdict = *verdict;
+    else
+      ex.local_fault = "rank 0 at " + master_text + " answered garbage: " + verdict.error().message;
     return true;
   }
 
@@ -342,10 +359,12 @@ struct Session::State {
   }
 
   // Reads a pending connection: admits or refuses its hello, or drops it when it closed.
+  // Before admission a peer is a stranger: it may make rank 0 hold one hello line, no more,
+  // however many lines it streams.
   void serve(Conn& c) {
-    const bool open = read_some(c);
+    const bool open = read_some(c, k_max_line);
     if (auto line = c.in.next_line()) return admit_line(c, *line);
-    if (c.in.overflowed())
+    if (c.in.overflowed() || c.in.size() >= k_max_line)
       return refuse(c, nullptr, "a line longer than " + std::to_string(k_max_line) + " bytes");
     if (open) return;
     if (c.received > 0) return refuse(c, nullptr, "closed the connection inside its hello");
@@ -561,15 +580,7 @@ Exchange Session::await_verdict() {
   Exchange result;
   bool open = s.client.fd >= 0;
   for (;;) {
-    if (auto line = s.client.in.next_line()) {
-      auto verdict = parse_verdict(*line);
-      if (verdict)
-        result.verdict = *verdict;
-      else
-        result.local_fault =
-            "rank 0 at " + s.master_text + " answered garbage: " + verdict.error().message;
-      return result;
-    }
+    if (s.take_verdict(result)) return result;
     if (!open) {
       result.local_fault =
           "rank 0 at " + s.master_text + " closed the connection without a final verdict";

@@ -205,7 +205,7 @@ void Watch::stall() {
   for (StepRow& s : running_steps(job_)) {
     if (std::find(before_.begin(), before_.end(), s.id) == before_.end()) ours_.push_back(s);
   }
-  bool signalled = torchrun_ && start_helper();
+  bool signalled = start_helper();
   if (!signalled) {
     for (const StepRow& s : ours_) signalled = signal_step(s.id, "ABRT") || signalled;
   }

@@ -89,3 +89,33 @@ need_tqdm() {
   grep -Eq '^ddp-watch: verdict: rank 3 on node02 at stall\.py:[0-9]+ in load_batch; ranks 0-2 on node\[01-02\] wait in ' <<<"$log"
   grep -q '^=== task 0, rank 0, node node01, waits in ' "$work/stacks.txt"
 }
+
+# Each rank's DataLoader has 2 worker processes; signalled as a whole, they would dump into
+# their rank's output at the same moment. Only the ranks' own processes dump, one each.
+@test "DataLoader workers: one dump per rank, from the rank's process; the stuck rank named" {
+  id=$(submit 10s "" srun --ddp /usr/bin/python3 "$k_stall_py" --steps 100000 --loader-workers 2 --hang-rank 3 --at-step 10)
+  finished "$id" FAILED
+  grep -q '^watch exit 124$' <<<"$log"
+  grep -Eq '^ddp-watch: verdict: rank 3 on node02 at stall\.py:[0-9]+ in load_batch; ranks 0-2 on node\[01-02\] wait in ' <<<"$log"
+  [ "$(grep -c '^Fatal Python error: Aborted$' "$work/stacks.txt")" -eq 4 ]
+  [ "$(grep -c '^=== task ' "$work/stacks.txt")" -eq 4 ]
+}
+
+# Rank 2, the first worker of node02, becomes /bin/sleep: it prints no stack. Rank 3's dump
+# must stay rank 3's (by position it went to rank 2, and rank 2 was said to wait).
+@test "torchrun: a worker that is no longer Python is named silent with its node" {
+  id=$(submit 10s "" srun --ddp=torchrun --ntasks=2 --ntasks-per-node=1 \
+    torchrun --nproc_per_node=2 "$k_stall_py" --steps 100000 --exec-rank 2 --at-step 10)
+  finished "$id" FAILED
+  grep -q '^watch exit 124$' <<<"$log"
+  grep -Eq '^ddp-watch: verdict: rank 2 on node02 printed no stack \(stuck in the kernel or a device, or not Python\); ranks 0,1,3 on node\[01-02\] wait in ' <<<"$log"
+}
+
+# In a job array squeue names the step ARRAYJOB_TASK.STEP; the helper must still find it.
+@test "torchrun in a job array: the stacks are captured and the stuck worker named" {
+  id=$(submit 10s "--array=1" srun --ddp=torchrun --ntasks=2 --ntasks-per-node=1 \
+    torchrun --nproc_per_node=2 "$k_stall_py" --steps 100000 --hang-rank 3 --at-step 10)
+  finished "$id" FAILED  # one task: its own job id is the array's
+  grep -q '^watch exit 124$' <<<"$log"
+  grep -Eq '^ddp-watch: verdict: rank 3 on node02 at stall\.py:[0-9]+ in load_batch; ' <<<"$log"
+}
