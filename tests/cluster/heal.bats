@@ -24,6 +24,17 @@ load lib
 k_stall_py=$REPO/tests/cluster/stall.py
 k_job_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
+# cluster_restart NODES LOG: cluster.sh up with NODES nodes, the same Slurm and plugin. Every
+# descriptor above 2 is closed first: the daemons it starts outlive this file, and bats waits
+# for whoever holds one of its own.
+cluster_restart() {
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done
+           exec "$@"' restart "$CLUSTER" up --nodes "$1" \
+    ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" \
+    </dev/null >"$2" 2>&1
+}
+
 # The nodes the fixture's cluster had, to put back; empty when nothing was changed.
 setup_file() {
   export HEAL_RESTORE_NODES=""
@@ -34,15 +45,12 @@ setup_file() {
   [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || return 0
   cp "$DDP_CLUSTER_DIR/lib/spank_ddp.so" "$BATS_FILE_TMPDIR/spank_ddp.so"
   HEAL_RESTORE_NODES=$nodes
-  # 3>&-: the slurmds it starts must not hold bats' output open (bats would wait for them).
-  "$CLUSTER" up --nodes 4 ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} \
-    --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" >"$BATS_FILE_TMPDIR/up4.log" 2>&1 3>&-
+  cluster_restart 4 "$BATS_FILE_TMPDIR/up4.log"
 }
 
 teardown_file() {
   [[ -n ${HEAL_RESTORE_NODES:-} ]] || return 0
-  "$CLUSTER" up --nodes "$HEAL_RESTORE_NODES" ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} \
-    --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" >"$BATS_FILE_TMPDIR/up3.log" 2>&1 3>&-
+  cluster_restart "$HEAL_RESTORE_NODES" "$BATS_FILE_TMPDIR/up3.log"
 }
 
 setup() {
