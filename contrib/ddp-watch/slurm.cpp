@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "libddp/sys/exec.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::watch {
 namespace {
@@ -10,12 +11,12 @@ namespace {
 // squeue and scancel answer within a second on a healthy controller; a slow one gets ten.
 constexpr std::chrono::seconds k_client_deadline{10};
 
-void say(const std::string& text) {
-  std::string line = "ddp-watch: " + text + "\n";
+}  // namespace
+
+void announce(const std::string& text) {
+  std::string line = "ddp-watch: " + ddp::text::printable(text) + "\n";
   (void)!write(STDERR_FILENO, line.data(), line.size());
 }
-
-}  // namespace
 
 std::vector<StepRow> running_steps(const std::string& job_id) {
   if (job_id.empty()) return {};
@@ -24,7 +25,7 @@ std::vector<StepRow> running_steps(const std::string& job_id) {
   auto ran = ddp::sys::run(
       {"squeue", "--noheader", "--steps", "--jobs=" + job_id, "--format=%i %N"}, options);
   if (!ran) {
-    say(ran.error().message);
+    announce(ran.error().message);
     return {};
   }
   return ran->status == 0 ? parse_steps(ran->out, job_id) : std::vector<StepRow>{};
@@ -41,13 +42,13 @@ bool run_command(const std::vector<std::string>& argv, std::chrono::seconds dead
   options.deadline = deadline;
   options.capture = false;
   auto ran = ddp::sys::run(argv, options);
-  if (!ran) say(ran.error().message);
+  if (!ran) announce(ran.error().message);
   return ran && ran->status == 0;
 }
 
 std::string capture(const std::vector<std::string>& argv) {
   auto ran = ddp::sys::run(argv);
-  if (!ran) say(ran.error().message);
+  if (!ran) announce(ran.error().message);
   return ran && ran->status == 0 ? ran->out : "";
 }
 

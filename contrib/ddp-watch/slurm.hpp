@@ -9,6 +9,10 @@
 
 namespace ddp::watch {
 
+// Writes "ddp-watch: TEXT" on stderr, TEXT made printable (text::printable): a verdict or a
+// summary quotes what the tasks printed, which must not reach the terminal raw.
+void announce(const std::string& text);
+
 // The job's running steps (squeue), as JOB.STEP with the job's own id; empty outside a job,
 // without squeue, or when squeue does not answer within its deadline.
 std::vector<StepRow> running_steps(const std::string& job_id);

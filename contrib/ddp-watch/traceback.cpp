@@ -55,7 +55,29 @@ void add_line(Dump& dump, std::string_view text) {
   }
 }
 
+// Whether a line goes on with an open dump: blank, indented (a frame) or a thread's header.
+bool continues_dump(std::string_view text) {
+  return text.empty() || starts_with(text, "  ") || thread_header(text).has_value();
+}
+
 }  // namespace
+
+bool DumpFilter::in_dump(const Line& line) {
+  const std::string_view text = line.text;
+  if (parse_dump_marker(text) != 0) {
+    open_.erase(line.task);
+    return true;
+  }
+  if (starts_with(text, k_fatal)) {
+    open_[line.task] = true;
+    return true;
+  }
+  auto it = open_.find(line.task);
+  if (it == open_.end()) return false;
+  if (continues_dump(text)) return true;
+  open_.erase(it);
+  return starts_with(text, "Extension modules:");
+}
 
 std::vector<Line> split_at_dump(Line line) {
   const std::size_t at = std::min(line.text.find(k_fatal), line.text.find(k_marker));
@@ -92,8 +114,7 @@ std::vector<Dump> parse_dumps(const std::vector<Line>& lines) {
     auto it = open.find(line.task);
     if (it == open.end()) continue;
     Dump& dump = dumps[it->second];
-    bool in_stack = text.empty() || starts_with(text, "  ") || thread_header(text);
-    if (in_stack) {
+    if (continues_dump(text)) {
       add_line(dump, text);
     } else {
       // "Extension modules: ..." ends a dump (Python 3.10+); so does any other output.

@@ -2,6 +2,7 @@
 // output: which function every thread of every task was in.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,18 @@ std::vector<Line> split_at_dump(Line line);
 // interleave (srun --label keeps each line whole); lines that belong to no dump are skipped. A
 // marker line (dump_marker()) gives the next dump of its task the marker's pid.
 std::vector<Dump> parse_dumps(const std::vector<Line>& lines);
+
+// Tells, line by line as the step prints them, which lines belong to a dump (its lines, and the
+// helper's markers): those go to the stacks file. The others are the program's own output,
+// which is forwarded also while the stacks are being taken.
+class DumpFilter {
+ public:
+  // Whether `line` is part of a dump; the same rules as parse_dumps().
+  bool in_dump(const Line& line);
+
+ private:
+  std::map<int, bool> open_;  // task -> a dump of it is being printed
+};
 
 // Returns the thread that runs the program: the one whose outermost frame is a module's body;
 // else the last listed (faulthandler lists the newest thread first); null when there is none.

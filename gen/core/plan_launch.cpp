@@ -68,7 +68,10 @@ void add_container(Plan& plan, const Job& job, const Profile& profile) {
     w.push_back(expanding("", c.image));
     return;
   }
-  w.push_back({runtime + " exec " + (profile.gpu_vendor == "amd" ? "--rocm" : "--nv"), {}});
+  // --nv/--rocm only with GPUs: on a node without the vendor's driver they print a warning per
+  // task and bind nothing.
+  const char* gpu_flag = !gpus ? "" : profile.gpu_vendor == "amd" ? " --rocm" : " --nv";
+  w.push_back({runtime + " exec" + gpu_flag, {}});
   for (const auto& m : mounts) w.push_back(expanding("--bind ", m));
   if (!c.workdir.empty()) w.push_back(expanding("--pwd ", c.workdir));
   w.push_back(expanding("", c.image));

@@ -225,7 +225,7 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("has_software", has_modules || plan.activate || !plan.site_env.empty() ||
                             !plan.job_env.empty() || !plan.local_scratch.empty());
   d.set("has_machinery",
-        !plan.checkpoint_dir.empty() || plan.requeue || !plan.plugin || plan.batch_launch);
+        !plan.checkpoint_dir.empty() || plan.requeue || (!plan.plugin && !plan.batch_launch));
   d.set("has_pre", !plan.pre.empty());
   d.set("pre", code_lines(plan.pre));
   mu::data checkpoint;

@@ -345,7 +345,7 @@ EOF
   [ "$(tail -n 2 <<<"$output" | tr '\n' ' ')" = "losses same weights same " ]
 }
 
-@test "launcher none with pre and post: one program with head, port, hostfile; post sees its status" {
+@test "launcher none with env, pre and post: one program with head, port, hostfile; post sees its status" {
   need_all
   # The program stands in for a launcher that starts its own workers (DeepSpeed's, mpirun): it
   # prints what the script exported for it and fails with 3, which post: must see and the job
@@ -363,7 +363,9 @@ args:
   - 'echo "run $1 addr=$MASTER_ADDR port=$MASTER_PORT hosts=$DDP_HOSTS world=$WORLD_SIZE"; cat "$DDP_HOSTFILE"; exit 3'
   - none
   - "${SLURM_JOB_ID}"
-pre: 'echo "pre: job $SLURM_JOB_ID"'
+env:
+  MY_HOSTFILE: "${DDP_HOSTFILE}"
+pre: 'echo "pre: job $SLURM_JOB_ID hostfile $MY_HOSTFILE $(wc -l < "$MY_HOSTFILE")"'
 post: |
   echo "post: status $DDP_TRAIN_STATUS"
 YAML
@@ -374,7 +376,12 @@ YAML
   cat "$work/job-$id.out" >&2
   [ "$state" = FAILED ]
   cl scontrol show job -o "$id" | grep -q 'ExitCode=3:0'
-  grep -qx "pre: job $id" "$work/job-$id.out"
+  # An env value may name the hostfile: the script writes it before the env and pre: lines,
+  # and removes it when the job ends.
+  local hostfile
+  hostfile=$(sed -n "s/^pre: job $id hostfile \(.*\) 3\$/\1/p" "$work/job-$id.out")
+  [[ $hostfile == */ddpgen-hostfile.$id ]]
+  [ ! -e "$hostfile" ]
   grep -Eqx "run $id addr=node01 port=(2[0-9]{4}|30[0-9]{3}) hosts=node01,node02,node03 world=6" \
     "$work/job-$id.out"
   [ "$(grep -c -E '^node0[1-3] slots=2$' "$work/job-$id.out")" -eq 3 ]

@@ -9,6 +9,9 @@
 #   - torchrun in a job array: the stacks are captured (the step has the array's name there).
 # Each test costs about 25-45 s on 2 cores (torch imports, then timeout + grace).
 #
+#   - the helper step cannot start (an srun that hangs on --overlap): the step is signalled
+#     instead, the kill stays on time, and DataLoader workers that dumped are set apart;
+#   - srun told to write the output to a file: the file's growth is progress.
 # Needs: the cluster, Debian's python3-torch and python3-tqdm, ddp-watch ($DDP_WATCH_BIN or the
 # build's). Missing ones skip, visibly.
 
@@ -32,6 +35,7 @@ teardown() {
 
 # submit TIMEOUT SBATCH_OPTIONS LAUNCH_LINE...: a 2-node job that runs ddp-watch --timeout
 # TIMEOUT around LAUNCH_LINE and prints "watch exit N" when it returns. Prints the job id.
+# $startup (default 120s) is ddp-watch's --startup; $path_first a folder put first on PATH.
 submit() {
   local timeout=$1 options=$2
   shift 2
@@ -41,8 +45,9 @@ submit() {
 export OMP_NUM_THREADS=1
 # torch 1.13 on Python 3.11 needs these for torchrun (site-profiles/local.yaml).
 export PET_REDIRECTS=1 PET_TEE=1
+${path_first:+export PATH=$path_first:\$PATH}
 status=0
-$watch_bin --timeout $timeout --startup 120s --grace 10s --stacks $work/stacks.txt -- $* || status=\$?
+$watch_bin --timeout $timeout --startup ${startup:-120s} --grace 10s --stacks $work/stacks.txt -- $* || status=\$?
 echo "watch exit \$status"
 exit \$status
 JOB
@@ -88,6 +93,8 @@ need_tqdm() {
   grep -q '^watch exit 124$' <<<"$log"
   grep -Eq '^ddp-watch: verdict: rank 3 on node02 at stall\.py:[0-9]+ in load_batch; ranks 0-2 on node\[01-02\] wait in ' <<<"$log"
   grep -q '^=== task 0, rank 0, node node01, waits in ' "$work/stacks.txt"
+  # The bar's last redraw came with the dump, after the stack request: it is in the output.
+  sed -n '/^ddp-watch: no progress for /,$p' <<<"$log" | grep -q '%|'
 }
 
 # Each rank's DataLoader has 2 worker processes; signalled as a whole, they would dump into
@@ -118,4 +125,38 @@ need_tqdm() {
   finished "$id" FAILED  # one task: its own job id is the array's
   grep -q '^watch exit 124$' <<<"$log"
   grep -Eq '^ddp-watch: verdict: rank 3 on node02 at stall\.py:[0-9]+ in load_batch; ' <<<"$log"
+}
+
+# The helper step never starts (srun --overlap hangs, as on a controller that cannot schedule
+# it): after half the grace the step is signalled as a whole, and ddp-watch still ends it on
+# time. Its DataLoader workers then dump too, and are labelled as their rank's children.
+@test "the helper step cannot start: the step is signalled instead and ended on time" {
+  mkdir -p "$work/fake"
+  cat >"$work/fake/srun" <<'SRUN'
+#!/bin/sh
+case " $* " in *" --overlap "*) exec sleep 600 ;; esac
+exec /usr/bin/srun "$@"
+SRUN
+  chmod +x "$work/fake/srun"
+  path_first=$work/fake
+  id=$(submit 10s "" /usr/bin/srun --ddp /usr/bin/python3 "$k_stall_py" --steps 100000 \
+    --loader-workers 2 --hang-rank 3 --at-step 10)
+  finished "$id" FAILED
+  grep -q '^ddp-watch: the helper step could not freeze the step in time: signalling the step instead$' <<<"$log"
+  grep -q '^watch exit 124$' <<<"$log"
+  # Signalled as a whole, a rank and its workers dump into one stream at once and may
+  # interleave; the stuck rank is still named, and the workers are not taken for ranks.
+  grep -Eq '^ddp-watch: verdict: (.*; )?rank 3 on node02 at stall\.py:[0-9]+ in load_batch; ' <<<"$log"
+  grep -q 'a child process of the rank ===$' "$work/stacks.txt"
+}
+
+# srun -o FILE: the step's output goes to the file, never through ddp-watch; the file growing
+# is progress, so a healthy run is not called stalled.
+@test "srun -o FILE: the file's growth is progress" {
+  startup=20s
+  id=$(submit 20s "" srun --ddp -o "$work/steps.txt" /usr/bin/python3 "$k_stall_py" --steps 60 --step-sleep 0.5)
+  finished "$id" COMPLETED
+  grep -q '^watch exit 0$' <<<"$log"
+  grep -q 'done 60 steps world 4$' "$work/steps.txt"
+  [ "$(grep -c 'ddp-watch' <<<"$log")" -eq 0 ]
 }

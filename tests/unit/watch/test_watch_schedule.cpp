@@ -86,3 +86,23 @@ TEST(WatchSchedule, ADumpGluedToABarStartsALineOfItsOwn) {
   ASSERT_EQ(dumps[0].threads.size(), 1u);
   EXPECT_EQ(dumps[0].threads[0].frames[0].function, "load_batch");
 }
+
+// While the stacks are taken the program's own lines still reach the job's output; the dumps
+// and the helper's markers do not.
+TEST(WatchSchedule, TheDumpFilterLetsTheProgramsOwnLinesThrough) {
+  DumpFilter f;
+  const std::vector<std::pair<Line, bool>> lines = {
+      {{0, "step 41 loss 0.3"}, false},
+      {{0, "ddp-watch-dump: pid 4242"}, true},
+      {{0, "Fatal Python error: Aborted"}, true},
+      {{1, "rank 1 saving a checkpoint"}, false},  // another task, interleaved
+      {{0, ""}, true},
+      {{0, "Current thread 0x00007f (most recent call first):"}, true},
+      {{0, "  File \"/work/train.py\", line 8 in load_batch"}, true},
+      {{0, "Extension modules: torch._C (total: 1)"}, true},
+      {{0, "  indented, but after the dump"}, false},
+      {{1, "Fatal Python error: Aborted"}, true},
+      {{1, "checkpoint saved"}, false},  // ends task 1's dump
+  };
+  for (const auto& [line, dump] : lines) EXPECT_EQ(f.in_dump(line), dump) << line.text;
+}
