@@ -20,6 +20,8 @@ readonly k_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # PyTorch for the real DDP rendezvous in the cluster tests and examples
   python3-torch python3-numpy
+  # tqdm: the watchdog's cluster tests run a real progress bar (tests/cluster/watchdog-real.bats)
+  python3-tqdm
   # libFuzzer (Debian clang's runtime) for ddpgen's fuzz targets (tests/fuzz)
   clang libclang-rt-14-dev
   # test tools, and what cluster.sh uses: ip netns, nsenter/unshare, mount, pgrep/ps, hostname

@@ -17,17 +17,19 @@
 namespace ddp {
 namespace {
 
-// Runs `body`; any escaping exception is reported and turned into -1.
+// Runs `body`; any escaping exception is reported and turned into -1. The handlers allocate
+// nothing: after a bad_alloc, building a message would throw again, inside a noexcept function,
+// and std::terminate would abort slurmstepd.
 template <class Body>
 int guarded(const char* callback, Body&& body) noexcept {
   try {
     return body();
   } catch (const std::bad_alloc&) {
-    report_error(std::string(callback) + ": out of memory");
+    slurm_error("ddp: %s: out of memory", callback);
   } catch (const std::exception& e) {
-    report_error(std::string(callback) + ": " + e.what());
+    slurm_error("ddp: %s: %s", callback, e.what());
   } catch (...) {
-    report_error(std::string(callback) + ": unexpected error");
+    slurm_error("ddp: %s: unexpected error", callback);
   }
   return -1;
 }

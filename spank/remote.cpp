@@ -133,28 +133,6 @@ Result<void> check_this_rank0_node(const StepPlan& plan, const Config& config) {
   return check_rank0_node(plan, facts, config.check_addr, config.check_port);
 }
 
-// socket_ifname=auto: the interface this node's route to MASTER_ADDR leaves through. On the
-// rank-0 node MASTER_ADDR is local, and the kernel's answer is the interface that holds it.
-Result<EnvList> socket_ifname_env(const StepPlan& plan, const Config& config) {
-  auto destination = IpAddress::parse(plan.master_addr);
-  if (!destination) {
-    // addr=hostname: the address the same rule as addr=ip picks among the name's addresses.
-    sys::Resolution resolution = sys::resolve_host(plan.master_addr, config.resolve_timeout);
-    if (resolution.error) return fail("socket_ifname=auto: " + *resolution.error);
-    destination = choose_address(resolution.addresses, config.address, plan.master_addr);
-    if (!destination) return fail("socket_ifname=auto: " + destination.error().message);
-  }
-  auto source = sys::route_source(*destination);
-  if (!source) {
-    return fail("socket_ifname=auto: MASTER_ADDR=" + plan.master_addr + ": " +
-                source.error().message + " from this node; check its routes to the head node");
-  }
-  const std::vector<InterfaceAddress> interfaces = sys::interface_addresses();
-  auto name = interface_for_route(*source, interfaces, plan.master_addr);
-  if (!name) return fail(name.error().message);
-  return socket_ifname_environment(*name);
-}
-
 // Slurm's facts about this node's share of the step; `nodelist` must outlive the result.
 Result<NodeInputs> gather_inputs(spank_t sp, Mode mode, std::vector<std::string>& keep) {
   NodeInputs in;
@@ -215,7 +193,7 @@ std::vector<std::uint32_t> local_global_ids(spank_t sp, std::uint32_t local_ntas
 std::optional<Refusal> decide_node_extras(PluginState& state) {
   const Config& config = state.config;
   if (!config.env_file.empty()) {
-    auto text = sys::read_file(config.env_file);
+    auto text = sys::read_file(config.env_file, k_max_env_file);
     if (!text) return here("env_file: " + text.error().message);
     auto parsed = parse_env_file(*text, config.env_file);
     if (!parsed) return here(parsed.error().message);
@@ -223,7 +201,8 @@ std::optional<Refusal> decide_node_extras(PluginState& state) {
   }
   if (config.omp_num_threads) state.step_cpus = sys::affinity_cpus();
   if (config.socket_ifname) {
-    auto env = socket_ifname_env(state.plan, config);
+    auto env =
+        sys::socket_ifname_for(state.plan.master_addr, config.address, config.resolve_timeout);
     if (!env) return here(env.error().message);
     state.socket_env = std::move(*env);
   }

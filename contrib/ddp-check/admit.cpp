@@ -37,14 +37,7 @@ std::optional<std::string> socket_option(std::string_view value) {
 
 StepBinding read_binding(const EnvLookup& env) {
   auto value = [&env](std::string_view name) -> std::string {
-    auto v = env(name);
-    if (!v || v->empty()) return "-";
-    std::string out = v->substr(0, k_max_value);
-    for (char& c : out) {  // the token hello_body() makes of it
-      auto u = static_cast<unsigned char>(c);
-      if (u <= 0x20 || u >= 0x7f) c = '_';
-    }
-    return out;
+    return wire_token(env(name).value_or(""));  // the token hello_body() makes of it
   };
   StepBinding b;
   b.job = value("SLURM_HET_JOB_ID");
@@ -86,13 +79,13 @@ std::optional<std::string> credential_refusal(const Result<Credential>& decoded,
 
 std::string describe_refusal(std::string_view peer, const Hello* claimed, std::string_view why) {
   std::string text = std::string(claimed ? "refused a hello from " : "refused a connection from ") +
-                     printable(peer, 64);
+                     text::printable(peer, 64);
   if (claimed) {
     text += " (claims RANK " + std::to_string(claimed->rank) + " of " +
             std::to_string(claimed->world_size) + " on " + claimed->host + ", pid " +
             std::to_string(claimed->pid) + ")";
   }
-  return text + ": " + printable(why);
+  return text + ": " + text::printable(why);
 }
 
 std::optional<std::string> munge_socket_from_slurm_conf(std::string_view conf_text) {

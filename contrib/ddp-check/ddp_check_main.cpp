@@ -18,6 +18,7 @@
 #include "ddp-check/interfaces.hpp"
 #include "ddp-check/nccl_phase.hpp"
 #include "ddp-check/options.hpp"
+#include "ddp-check/report.hpp"
 #include "ddp-check/session.hpp"
 #include "ddp-check/topology.hpp"
 #include "ddp-check/verify.hpp"
@@ -67,14 +68,6 @@ void say(const std::string& line) {
   std::fprintf(stderr, "ddp-check: %s\n", line.c_str());
 }
 
-// What the plugin's socket_ifname=auto exports for interface `name` (bare or "=name"): NCCL
-// gets "=name", an exact match (NCCL reads a bare "ib0" as a prefix of ib0, ib01, ...); gloo
-// matches names exactly and takes no '='.
-std::string auto_ifname_settings(std::string_view name) {
-  if (name.starts_with('=')) name.remove_prefix(1);
-  return "NCCL_SOCKET_IFNAME=" + exact_ifname(name) + " GLOO_SOCKET_IFNAME=" + std::string(name);
-}
-
 int show_topology(const Options& o) {
   auto topo = o.topology ? load_topology_xml(*o.topology) : load_live_topology();
   if (!topo) {
@@ -82,15 +75,15 @@ int show_topology(const Options& o) {
     return k_exit_usage;
   }
   std::fputs(describe_topology(*topo).c_str(), stdout);
-  std::optional<std::string> route;
-  if (o.route_to) {
-    route = sys::route_interface(*o.route_to);
-    std::printf("route to %s: %s\n", o.route_to->c_str(), route ? route->c_str() : "none");
-  }
-  auto ifname = choose_socket_ifname(topo->interfaces, route);
-  std::printf("socket_ifname=auto sets %s\n", ifname
-                                                  ? auto_ifname_settings(*ifname).c_str()
-                                                  : ("nothing: " + ifname.error().message).c_str());
+  // The plugin's own code on this node's routes: --route-to, else MASTER_ADDR when set.
+  std::optional<std::string> destination = o.route_to;
+  if (!destination) destination = getenv_lookup("MASTER_ADDR");
+  ddp::Result<ddp::EnvList> exported = ddp::EnvList{};
+  if (destination) exported = sys::socket_ifname_for(*destination, ddp::AddressPolicy{}, 5);
+  std::fputs(topology_ifname_lines(destination, exported,
+                                   choose_socket_ifname(topo->interfaces, std::nullopt))
+                 .c_str(),
+             stdout);
   if (!o.topology) {
     // The plugin's rule (rules.hpp), fed with what this process sees: its own CPUs stand for
     // the step's, as in the plugin when slurmstepd's mask is unknown.
@@ -132,20 +125,6 @@ AuthConfig auth_config(const Options& o, const EnvLookup& env) {
   return auth;
 }
 
-// The footer under the table: what `auto` would choose on every node.
-std::string ifname_advice(const std::vector<Hello>& hellos) {
-  std::set<std::string> names;
-  for (const auto& h : hellos) {
-    if (h.ifname != "?") names.insert(h.ifname);
-  }
-  if (names.size() == 1) {
-    return "socket_ifname=auto sets " + auto_ifname_settings(*names.begin());
-  }
-  std::string text = "nodes reach rank 0 through different interfaces:";
-  for (const auto& n : names) text += " " + exact_ifname(n);
-  return text + " (`auto` chooses per node)";
-}
-
 std::string who(const Identity& id) {
   return std::string(id.scope == Scope::ranks ? "rank " : "node ") + std::to_string(id.self.rank) +
          " (" + id.self.host + ")";
@@ -165,8 +144,7 @@ WorldReport judge(const Exchange& ex, const Hello& self, Scope scope) {
   if (ex.self_unreachable) report.faults.insert(report.faults.begin(), *ex.self_unreachable);
   if (report.ok()) return report;
   if (ex.refused_count > 0) {
-    std::string text = std::to_string(ex.refused_count) +
-                       (ex.refused_count == 1 ? " connection" : " connections") +
+    std::string text = text::plural(ex.refused_count, "connection") +
                        " refused, not counted: " + ex.refused.front();
     if (ex.refused_count > 1) text += "; ...";
     report.faults.push_back(text);
@@ -176,18 +154,6 @@ WorldReport judge(const Exchange& ex, const Hello& self, Scope scope) {
 }
 
 // Why the NCCL phase does not run, or nullopt when every rank can join it.
-std::optional<std::string> nccl_skip_reason(const Options& o, const Identity& id,
-                                            const std::vector<Hello>& hellos) {
-  if (!o.nccl) return "--no-nccl";
-  if (id.scope != Scope::ranks) return "torchrun mode (a launcher is not a rank)";
-  if (auto why = nccl_unavailable()) return *why;
-  for (const auto& h : hellos) {
-    if (!h.nccl_ready)
-      return "rank " + std::to_string(h.rank) + " on " + h.host + " has no GPU or no NCCL";
-  }
-  return std::nullopt;
-}
-
 // Rank 0's NCCL phase: hands the unique id to the admitted ranks, all-reduces, judges.
 int nccl_master(Session& session, const Identity& id, const Options& o, std::size_t ranks,
                 std::size_t nodes, Clock::time_point deadline) {
@@ -248,20 +214,17 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
   if (!report.ok()) {
     for (const auto& f : report.faults) say("FAULT: " + f);
     session.broadcast({Verdict::Kind::fail, summarize(report)}, send_until);
-    say("FAILED: " + std::to_string(report.faults.size()) +
-        (report.faults.size() == 1 ? " fault" : " faults") + " found by " + who(id));
+    say("FAILED: " + text::plural(report.faults.size(), "fault") + " found by " + who(id));
     return k_exit_fault;
   }
   std::printf("%s\n", ifname_advice(ex.hellos).c_str());
-  if (auto skip = nccl_skip_reason(o, id, ex.hellos)) {
-    const std::string elapsed =
-        std::to_string(std::chrono::duration<double>(Clock::now() - start).count()).substr(0, 5);
+  if (auto skip = nccl_skip_reason(o.nccl, id.scope, nccl_unavailable(), ex.hellos)) {
     std::printf("NCCL phase skipped: %s\n", skip->c_str());
     session.broadcast({Verdict::Kind::ok, {}}, send_until);
-    std::printf("ddp-check: OK: %zu %s on %zu %s reached %s:%u in %s s\n", ex.hellos.size(),
-                id.scope == Scope::ranks ? "ranks" : "node launchers", nodes.size(),
-                nodes.size() == 1 ? "node" : "nodes", id.master_addr.c_str(), id.master_port,
-                elapsed.c_str());
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::printf("%s\n", ok_line(ex.hellos.size(), id.scope, nodes.size(),
+                                id.master_addr + ":" + std::to_string(id.master_port), seconds)
+                            .c_str());
     return k_exit_ok;
   }
   return nccl_master(session, id, o, ex.hellos.size(), nodes.size(), deadline);

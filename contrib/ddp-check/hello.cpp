@@ -17,14 +17,6 @@ bool printable_byte(char c) {
   return u > 0x20 && u < 0x7f;
 }
 
-// One printable token: anything outside printable ASCII becomes '_', long values are cut.
-std::string token(std::string_view value, std::size_t max_chars = k_max_value) {
-  if (value.empty()) return "-";
-  std::string out;
-  for (char c : value.substr(0, max_chars)) out += printable_byte(c) ? c : '_';
-  return out;
-}
-
 // The words of `line`, however many spaces are between them.
 std::vector<std::string_view> split_spaces(std::string_view line) {
   std::vector<std::string_view> words = text::split(line, ' ');
@@ -32,70 +24,84 @@ std::vector<std::string_view> split_spaces(std::string_view line) {
   return words;
 }
 
-// `s` shown in an error message: quoted, bounded, and printable ASCII even where `s` holds
-// UTF-8 (text::quote keeps it), because a peer's bytes are not to reach a terminal.
+// `s` shown in an error message: quoted, bounded, printable ASCII.
 std::string shown(std::string_view s) {
-  return text::quote(printable(s, 60));
+  return text::quote(s, 60);
 }
 
-// The keys of a hello, in the order format_hello() writes them; `cred` must come last.
-constexpr std::string_view k_keys[] = {
-    "rank", "world", "local_rank", "local_world", "node_rank", "nnodes", "nproc",
-    "pid",  "host",  "gpus",       "if",          "if_kind",   "addr",   "nccl",
-    "job",  "step",  "het",        "port",        "auth",      "cred",
+// The wire format of a hello, described once: each key, in the order hello_body() writes them,
+// and the member of Hello its value is (a number, a number or "-", a token, a 0/1 flag, or the
+// auth mode). `cred` must come last: it signs everything before it.
+struct Field {
+  std::string_view key;
+  std::uint32_t Hello::*number = nullptr;
+  std::optional<std::uint32_t> Hello::*optional = nullptr;
+  std::string Hello::*text = nullptr;
+  bool Hello::*flag = nullptr;
+  bool auth = false;  // "munge" or "none": Hello::auth
 };
-constexpr std::size_t k_key_count = std::size(k_keys);
+constexpr Field k_fields[] = {
+    {.key = "rank", .number = &Hello::rank},
+    {.key = "world", .number = &Hello::world_size},
+    {.key = "local_rank", .number = &Hello::local_rank},
+    {.key = "local_world", .number = &Hello::local_world_size},
+    {.key = "node_rank", .optional = &Hello::node_rank},
+    {.key = "nnodes", .optional = &Hello::nnodes},
+    {.key = "nproc", .number = &Hello::nproc_per_node},
+    {.key = "pid", .number = &Hello::pid},
+    {.key = "host", .text = &Hello::host},
+    {.key = "gpus", .text = &Hello::gpus},
+    {.key = "if", .text = &Hello::ifname},
+    {.key = "if_kind", .text = &Hello::if_kind},
+    {.key = "addr", .text = &Hello::address},
+    {.key = "nccl", .flag = &Hello::nccl_ready},
+    {.key = "job", .text = &Hello::job},
+    {.key = "step", .text = &Hello::step},
+    {.key = "het", .text = &Hello::het},
+    {.key = "port", .number = &Hello::port},
+    {.key = "auth", .auth = true},
+    {.key = "cred", .text = &Hello::cred},
+};
+constexpr std::size_t k_key_count = std::size(k_fields);
+constexpr const Field& k_cred = k_fields[k_key_count - 1];
 
 std::optional<std::size_t> key_index(std::string_view key) {
   for (std::size_t i = 0; i < k_key_count; ++i) {
-    if (k_keys[i] == key) return i;
+    if (k_fields[i].key == key) return i;
   }
   return std::nullopt;
 }
 
-// Where the value of key number `index` goes: a number, an optional number, or text. Keys
-// with none of them (nccl, auth) are handled by store().
-std::uint32_t* number_field(Hello& h, std::size_t index) {
-  std::uint32_t* fields[] = {&h.rank, &h.world_size, &h.local_rank,     &h.local_world_size,
-                             nullptr, nullptr,       &h.nproc_per_node, &h.pid};
-  if (index == 17) return &h.port;
-  return index < std::size(fields) ? fields[index] : nullptr;
-}
-std::optional<std::uint32_t>* optional_field(Hello& h, std::size_t index) {
-  return index == 4 ? &h.node_rank : index == 5 ? &h.nnodes : nullptr;
-}
-std::string* text_field(Hello& h, std::size_t index) {
-  std::string* fields[] = {&h.host, &h.gpus, &h.ifname, &h.if_kind, &h.address,
-                           nullptr, &h.job,  &h.step,   &h.het};
-  if (index == k_key_count - 1) return &h.cred;
-  return index >= 8 && index - 8 < std::size(fields) ? fields[index - 8] : nullptr;
+// The value of field `f` in `h`, as the wire carries it (before wire_token()).
+std::string value_of(const Hello& h, const Field& f) {
+  if (f.number) return text::decimal(h.*f.number);
+  if (f.optional) return h.*f.optional ? text::decimal(*(h.*f.optional)) : "-";
+  if (f.text) return h.*f.text;
+  if (f.flag) return h.*f.flag ? "1" : "0";
+  return h.auth == AuthMode::none ? "none" : "munge";
 }
 
-// Stores `value` for key number `index`; false when the value is malformed.
-bool store(Hello& h, std::size_t index, std::string_view value) {
-  if (auto* field = number_field(h, index)) {
+// Stores `value` for field `f`; false when the value is malformed.
+bool store(Hello& h, const Field& f, std::string_view value) {
+  if (f.number || (f.optional && value != "-")) {
     auto n = text::parse_uint<std::uint32_t>(value);
-    if (n) *field = *n;
+    if (n && f.number) h.*f.number = *n;
+    if (n && f.optional) h.*f.optional = *n;
     return n.has_value();
   }
-  if (auto* field = optional_field(h, index)) {
-    if (value == "-") return true;
-    auto n = text::parse_uint<std::uint32_t>(value);
-    if (n) *field = *n;
-    return n.has_value();
-  }
-  if (auto* field = text_field(h, index)) {
+  if (f.optional) return true;  // "-": not set
+  if (f.text) {
     // format_hello writes an empty text as "-", so "key=" never comes from a real peer; taken
     // as "", it would read back as "-" and a peer's step "" would not be the step it signed.
     if (value.empty()) return false;
-    *field = value;
+    h.*f.text = value;
     return true;
   }
-  if (index == 13) {  // nccl
-    h.nccl_ready = value == "1";
+  if (f.flag) {
+    h.*f.flag = value == "1";
     return value == "0" || value == "1";
   }
-  h.auth = value == "none" ? AuthMode::none : AuthMode::munge;  // auth
+  h.auth = value == "none" ? AuthMode::none : AuthMode::munge;
   return value == "none" || value == "munge";
 }
 
@@ -109,64 +115,42 @@ Result<void> parse_word(Hello& h, std::string_view word, std::vector<bool>& seen
   if (!index) return fail("hello: unknown key " + shown(key));
   if (seen[*index]) return fail("hello: key " + shown(key) + " given twice");
   seen[*index] = true;
-  const bool is_cred = *index == k_key_count - 1;
+  const Field& field = k_fields[*index];
+  const bool is_cred = &field == &k_cred;
   if (value.size() > (is_cred ? k_max_credential : k_max_value))
     return fail("hello: value of " + shown(key) + " too long");
   if (!std::all_of(value.begin(), value.end(), printable_byte))
     return fail("hello: value of " + shown(key) + " is not printable ASCII");
-  if (!store(h, *index, value))
+  if (!store(h, field, value))
     return fail("hello: bad value " + shown(value) + " for " + shown(key));
   return {};
 }
 
 }  // namespace
 
-std::string printable(std::string_view text, std::size_t max_chars) {
-  std::string out;
-  for (char c : text.substr(0, max_chars)) {
-    auto u = static_cast<unsigned char>(c);
-    out += u >= 0x20 && u < 0x7f ? c : '?';
-  }
-  if (text.size() > max_chars) out += "...";
-  return out;
+std::string wire_token(std::string_view value, std::size_t max_chars) {
+  if (value.empty()) return "-";
+  // Spaces separate the words of a line. A token of a parsed hello is its own token, so a hello
+  // formatted again reads back the same.
+  return text::printable(value, max_chars - 3, " ");
 }
 
 std::string hello_body(const Hello& h) {
   std::string line{k_protocol};
-  auto add = [&line](std::string_view key, std::string_view value) {
-    line += ' ';
-    line += key;
-    line += '=';
-    line += token(value);
-  };
-  auto add_num = [&add](std::string_view key, std::uint64_t value) {
-    add(key, std::to_string(value));
-  };
   line += " hello";
-  add_num("rank", h.rank);
-  add_num("world", h.world_size);
-  add_num("local_rank", h.local_rank);
-  add_num("local_world", h.local_world_size);
-  add("node_rank", h.node_rank ? std::to_string(*h.node_rank) : "-");
-  add("nnodes", h.nnodes ? std::to_string(*h.nnodes) : "-");
-  add_num("nproc", h.nproc_per_node);
-  add_num("pid", h.pid);
-  add("host", h.host);
-  add("gpus", h.gpus);
-  add("if", h.ifname);
-  add("if_kind", h.if_kind);
-  add("addr", h.address);
-  add("nccl", h.nccl_ready ? "1" : "0");
-  add("job", h.job);
-  add("step", h.step);
-  add("het", h.het);
-  add_num("port", h.port);
-  add("auth", h.auth == AuthMode::none ? "none" : "munge");
+  for (const Field& f : k_fields) {
+    if (&f == &k_cred) break;
+    line += ' ';
+    line += f.key;
+    line += '=';
+    line += wire_token(value_of(h, f));
+  }
   return line;  // 19 keys of at most k_max_value characters: the credential still fits
 }
 
 std::string format_hello(const Hello& h) {
-  return hello_body(h) + " cred=" + token(h.cred, k_max_credential) + "\n";
+  return hello_body(h) + " " + std::string(k_cred.key) + "=" +
+         wire_token(h.cred, k_max_credential) + "\n";
 }
 
 Result<Hello> parse_hello(std::string_view line) {
@@ -181,7 +165,7 @@ Result<Hello> parse_hello(std::string_view line) {
     if (auto ok = parse_word(h, words[i], seen); !ok) return std::unexpected(ok.error());
   }
   for (std::size_t i = 0; i < k_key_count; ++i) {
-    if (!seen[i]) return fail("hello: missing key " + shown(k_keys[i]));
+    if (!seen[i]) return fail("hello: missing key " + shown(k_fields[i].key));
   }
   return h;
 }
@@ -206,14 +190,7 @@ std::string format_verdict(const Verdict& v) {
   }
   if (v.kind != Verdict::Kind::ok) {
     // Room for the tag, the "..." marker and the newline.
-    const std::size_t room = k_max_line - line.size() - 5;
-    std::string_view text = v.text;
-    bool cut = text.size() > room;
-    for (char c : text.substr(0, room)) {
-      auto u = static_cast<unsigned char>(c);
-      line += u < 0x20 ? ' ' : u >= 0x7f ? '?' : c;
-    }
-    if (cut) line += "...";
+    line += text::printable(v.text, k_max_line - line.size() - 5);
   }
   line += '\n';
   return line;
@@ -225,9 +202,9 @@ Result<Verdict> parse_verdict(std::string_view line) {
   auto rest = line.substr(prefix.size() + 1);
   if (rest == "ok") return Verdict{Verdict::Kind::ok, {}};
   if (rest.starts_with("fail "))
-    return Verdict{Verdict::Kind::fail, printable(rest.substr(5), k_max_line)};
+    return Verdict{Verdict::Kind::fail, text::printable(rest.substr(5), k_max_line)};
   if (rest.starts_with("nccl "))
-    return Verdict{Verdict::Kind::nccl, printable(rest.substr(5), k_max_line)};
+    return Verdict{Verdict::Kind::nccl, text::printable(rest.substr(5), k_max_line)};
   return fail("unknown verdict: " + shown(rest));
 }
 

@@ -53,9 +53,12 @@ struct Hello {
   std::string cred = "-";  // the MUNGE credential of hello_body(); "-" with AuthMode::none
 };
 
+// `value` as one word of a hello: text::printable() with spaces written \x20 too, "-" when
+// empty, at most `max_chars` characters ("..." included).
+std::string wire_token(std::string_view value, std::size_t max_chars = k_max_value);
+
 // The hello line without the credential and the newline: what the credential signs. Values
-// are made single printable tokens (anything but printable ASCII becomes '_') and cut to
-// k_max_value characters.
+// are written as wire_token()s.
 std::string hello_body(const Hello& h);
 
 // The hello line for `h`: hello_body(h), then ` cred=` and the credential, then a newline.
@@ -69,20 +72,16 @@ Result<Hello> parse_hello(std::string_view line);
 // The part of a parsed hello line its credential signs: everything before " cred=".
 std::string_view signed_part(std::string_view line);
 
-// `text` made safe to print: bytes outside printable ASCII become '?', and it is cut to
-// `max_chars` (with "..."). For every text that came from a peer.
-std::string printable(std::string_view text, std::size_t max_chars = 512);
-
 // What rank 0 answers.
 struct Verdict {
   enum class Kind { ok, fail, nccl } kind = Kind::ok;
   std::string text;  // fail: the diagnosis; nccl: the NCCL unique id in hex
 };
 
-// The verdict line, newline included; `text` is flattened to one line and bounded.
+// The verdict line, newline included; `text` is made text::printable() (one line) and bounded.
 std::string format_verdict(const Verdict& v);
 
-// Parses a verdict line (without its newline); the text comes back printable().
+// Parses a verdict line (without its newline); the text comes back text::printable().
 Result<Verdict> parse_verdict(std::string_view line);
 
 // Accumulates bytes from a stream socket and hands out complete lines. A line longer than
@@ -95,6 +94,8 @@ class LineBuffer {
   std::optional<std::string> next_line();
   // True once a line exceeded k_max_line.
   bool overflowed() const { return overflowed_; }
+  // Bytes held: complete lines not taken yet and the unterminated tail.
+  std::size_t size() const { return data_.size(); }
 
  private:
   std::string data_;

@@ -24,10 +24,6 @@ std::string world_noun(Scope scope) {
   return scope == Scope::ranks ? "WORLD_SIZE" : "NNODES";
 }
 
-std::string plural(std::size_t n, std::string_view one, std::string_view many) {
-  return std::string(n == 1 ? one : many);
-}
-
 // A node as the hellos describe it: NODE_RANK when the environment gives one, else the host.
 struct NodeKey {
   std::uint32_t node_rank = k_no_node;
@@ -79,9 +75,9 @@ std::string disagreement(const std::vector<const Hello*>& members, Get get, Scop
       ranks.push_back(h->rank);
       hosts.insert(h->host);
     }
-    std::string part = noun + (ranks.size() == 1 ? " " : "s ") + format_ranges(ranks);
+    std::string part = text::noun(ranks.size(), noun) + " " + format_ranges(ranks);
     if (hosts.size() <= 3) part += " (" + hostlist(hosts) + ")";
-    part += (who.size() == 1 ? " says " : " say ") + std::to_string(value);
+    part += " " + text::noun(who.size(), "says", "say") + " " + std::to_string(value);
     parts.push_back(part);
   }
   return text::join(parts, ", ");
@@ -110,10 +106,6 @@ struct World {
   std::map<std::uint32_t, std::vector<const Hello*>> by_rank;
   std::map<NodeKey, NodeView> nodes;
 };
-
-std::string joined(const std::set<std::string>& items, std::string_view sep = ", ") {
-  return text::join(std::vector<std::string>(items.begin(), items.end()), sep);
-}
 
 // 1. Sizes every process must agree on. Rank 0's own view joins the vote.
 void check_sizes(const World& w, std::vector<std::string>& faults) {
@@ -221,7 +213,7 @@ std::vector<std::uint32_t> check_missing(const World& w, std::vector<std::string
     if (!w.nodes.contains(NodeKey{n, {}})) silent.push_back(n);
   }
   if (!silent.empty()) {
-    where.push_back(plural(silent.size(), "node ", "nodes ") + format_ranges(silent) +
+    where.push_back(text::noun(silent.size(), "node") + " " + format_ranges(silent) +
                     " sent no rank at all");
   }
   if (!where.empty()) text += ": " + text::join(where, "; ");
@@ -358,8 +350,8 @@ std::vector<std::string> table_row(const NodeKey& key, const NodeView& view, Sco
     addrs.insert(h->address);
   }
   std::string node = key.node_rank == k_no_node ? "?" : std::to_string(key.node_rank);
-  return {node,           hostlist(view.hosts), format_ranges(ranks), format_ranges(locals),
-          gpu_cell(view), joined(ifaces, ","),  joined(addrs, ",")};
+  return {node,           hostlist(view.hosts),    format_ranges(ranks),  format_ranges(locals),
+          gpu_cell(view), text::join(ifaces, ","), text::join(addrs, ",")};
 }
 
 }  // namespace

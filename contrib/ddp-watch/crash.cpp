@@ -34,13 +34,18 @@ constexpr std::array<SignalWords, 12> k_signals = {{
     {15, "SIGTERM", "Terminated"},
 }};
 
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
 // Lines with which srun or slurmstepd announce that they end the whole step: what dies after
-// them was stopped, not failing on its own.
-bool is_stop_notice(std::string_view text) {
-  return text.find("Terminating StepId=") != std::string_view::npos ||
-         text.find("Job step aborted") != std::string_view::npos ||
-         (text.find("*** STEP ") != std::string_view::npos &&
-          text.find(" CANCELLED ") != std::string_view::npos);
+// them was stopped, not failing on its own. A task's own line saying so is not one.
+bool is_stop_notice(const Line& line, bool srun) {
+  const std::string_view text = line.text;
+  if (srun && is_srun_line(line)) {
+    return contains(text, "Terminating StepId=") || contains(text, "Job step aborted");
+  }
+  return is_stepd_line(text) && contains(text, "*** STEP ") && contains(text, " CANCELLED ");
 }
 
 // "ValueError: bad batch", "torch.distributed.DistBackendError: ...": the last line of a
@@ -53,6 +58,25 @@ bool is_exception_line(std::string_view text) {
 }
 
 }  // namespace
+
+bool is_srun_line(const Line& line) {
+  return line.task < 0 && line.text.starts_with("srun: ");
+}
+
+bool is_stepd_line(std::string_view text) {
+  constexpr std::string_view k_stepd = "slurmstepd";
+  if (!text.starts_with(k_stepd)) return false;
+  text.remove_prefix(k_stepd.size());
+  if (text.starts_with("-")) {
+    const std::size_t colon = text.find(": ");
+    // A node name: no blank in it.
+    if (colon == std::string_view::npos || text.substr(0, colon).find(' ') != text.npos) {
+      return false;
+    }
+    text.remove_prefix(colon);
+  }
+  return text.starts_with(": ");
+}
 
 int signal_from_text(std::string_view text) {
   text = text.substr(0, text.find(" (core dumped)"));
@@ -81,7 +105,8 @@ std::optional<TaskEnd> parse_task_end(std::string_view text) {
   text.remove_prefix(text.starts_with("tasks ") ? 6 : text.starts_with("task ") ? 5 : 0);
   std::size_t list_end = text.find(": ");
   if (list_end == std::string_view::npos) return std::nullopt;
-  auto tasks = parse_task_list(text.substr(0, list_end));
+  auto tasks = parse_task_list(text.substr(0, list_end), k_max_tasks - 1);
+  if (tasks && tasks->size() > static_cast<std::size_t>(k_max_tasks)) return std::nullopt;
   if (!tasks) return std::nullopt;
   end.tasks = std::move(*tasks);
   end.how = std::string(trim(text.substr(list_end + 2)));
@@ -98,84 +123,93 @@ std::optional<TaskEnd> parse_task_end(std::string_view text) {
   return end;
 }
 
-bool is_peer_error(std::string_view text) {
-  constexpr std::array<std::string_view, 10> k_marks = {"Connection closed by peer",
-                                                        "Connection reset by peer",
-                                                        "Broken pipe",
-                                                        "Socket Timeout",
-                                                        "NCCL communicator was aborted",
-                                                        "remote process exited",
-                                                        "DistNetworkError",
-                                                        "Connection refused",
-                                                        "ECONNRESET",
-                                                        "Timed out waiting for"};
-  return std::any_of(k_marks.begin(), k_marks.end(),
-                     [&](std::string_view m) { return text.find(m) != std::string_view::npos; });
-}
-
 void CrashReader::add(const Line& line) {
   std::string_view text = line.text;
-  if (line.task < 0) {
+  if (srun_ && is_srun_line(line)) {
     if (auto end = parse_task_end(text)) {
+      if (task_ids_ + end->tasks.size() > static_cast<std::size_t>(k_max_tasks)) return;
+      task_ids_ += end->tasks.size();
       end->after_stop = stopping_;
       facts_.ends.push_back(std::move(*end));
       return;
     }
   }
-  if (is_stop_notice(text)) stopping_ = true;
-  if (text.find("oom_kill event") != std::string_view::npos ||
-      text.find("oom-kill") != std::string_view::npos) {
+  if (is_stop_notice(line, srun_)) stopping_ = true;
+  if (is_stepd_line(text) && (contains(text, "oom_kill event") || contains(text, "oom-kill"))) {
     facts_.oom_event = true;
   }
-  if (line.task >= 0 && is_exception_line(text)) {
-    auto it = std::find_if(facts_.errors.begin(), facts_.errors.end(),
-                           [&](const auto& e) { return e.first == line.task; });
-    if (it == facts_.errors.end())
-      facts_.errors.emplace_back(line.task, std::string(text));
-    else
-      it->second = std::string(text);
-  }
-  add_torchrun(text);
+  if (line.task >= 0 && is_exception_line(text)) add_error(line.task, text);
+  add_torchrun(line.task, text);
 }
 
-// torchrun's failure table: "[0]:" opens an entry, "  rank      : 3 (local_rank: 1)" and the
-// like fill it, a rule ("=====", "-----") closes it.
-void CrashReader::add_torchrun(std::string_view text) {
-  auto flush = [this] {
-    if (in_worker_ && worker_.rank >= 0) {
-      auto same = [&](const WorkerFailure& w) { return w.rank == worker_.rank; };
-      if (std::none_of(facts_.workers.begin(), facts_.workers.end(), same)) {
-        facts_.workers.push_back(worker_);
-      }
+// Keeps the task's last exception line, cut to what a message shows.
+void CrashReader::add_error(int task, std::string_view text) {
+  text = text.substr(0, 512);
+  auto it = std::find_if(facts_.errors.begin(), facts_.errors.end(),
+                         [&](const auto& e) { return e.first == task; });
+  if (it != facts_.errors.end()) {
+    it->second = std::string(text);
+  } else if (facts_.errors.size() < static_cast<std::size_t>(k_max_tasks)) {
+    facts_.errors.emplace_back(task, std::string(text));
+  }
+}
+
+void CrashReader::flush(Table& table) {
+  const WorkerFailure& w = table.worker;
+  if (table.in_worker && w.rank >= 0 && facts_.workers.size() < 65536) {
+    auto same = [&](const WorkerFailure& o) { return o.rank == w.rank; };
+    if (std::none_of(facts_.workers.begin(), facts_.workers.end(), same)) {
+      facts_.workers.push_back(w);
     }
-    in_worker_ = false;
-  };
+  }
+  table.in_worker = false;
+}
+
+// torchrun's failure table, read per task (two agents may print theirs at once): "Failures:"
+// or "Root Cause (first observed failure):" opens it, "[0]:" opens an entry, "  rank      : 3
+// (local_rank: 1)" and the like fill it, a rule ("-----") closes the entry and "=====" the
+// table.
+void CrashReader::add_torchrun(int task, std::string_view text) {
   std::string_view t = trim(text);
-  if (t.size() >= 4 && t.front() == '[' && t.ends_with("]:") &&
-      parse_int(t.substr(1, t.size() - 3))) {
-    flush();
-    worker_ = WorkerFailure{};
-    in_worker_ = true;
+  if (t == "Failures:" || t == "Root Cause (first observed failure):") {
+    Table& table = tables_[task];
+    flush(table);
+    table.open = true;
     return;
   }
-  if (t.starts_with("=====") || t.starts_with("-----")) flush();
-  if (!in_worker_) return;
+  auto it = tables_.find(task);
+  if (it == tables_.end() || !it->second.open) return;
+  Table& table = it->second;
+  if (t.size() >= 4 && t.front() == '[' && t.ends_with("]:") &&
+      parse_int(t.substr(1, t.size() - 3))) {
+    flush(table);
+    table.worker = WorkerFailure{};
+    table.in_worker = true;
+    return;
+  }
+  if (t.starts_with("=====") || t.starts_with("-----")) {
+    flush(table);
+    if (t.starts_with("=====")) tables_.erase(it);
+    return;
+  }
+  if (!table.in_worker) return;
   std::size_t colon = t.find(':');
   if (colon == std::string_view::npos) return;
   std::string_view key = trim(t.substr(0, colon));
   std::string_view value = trim(t.substr(colon + 1));
-  if (key == "host")
-    worker_.host = std::string(value);
-  else if (key == "time")
-    worker_.time = std::string(value);
-  else if (key == "exitcode")
-    worker_.exit_code = parse_int(value.substr(0, value.find(' '))).value_or(0);
-  else if (key == "rank") {
-    worker_.rank = parse_int(value.substr(0, value.find(' '))).value_or(-1);
+  WorkerFailure& w = table.worker;
+  if (key == "host") {
+    w.host = std::string(value.substr(0, 256));
+  } else if (key == "time") {
+    w.time = std::string(value.substr(0, 64));
+  } else if (key == "exitcode") {
+    w.exit_code = parse_int(value.substr(0, value.find(' '))).value_or(0);
+  } else if (key == "rank") {
+    w.rank = parse_int(value.substr(0, value.find(' '))).value_or(-1);
     std::size_t local = value.find("local_rank: ");
     if (local != std::string_view::npos) {
       std::string_view l = value.substr(local + 12);
-      worker_.local_rank = parse_int(l.substr(0, l.find(')'))).value_or(-1);
+      w.local_rank = parse_int(l.substr(0, l.find(')'))).value_or(-1);
     }
   }
 }

@@ -2,6 +2,7 @@
 // of it (a lost peer, or the step being ended by srun).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,8 +23,18 @@ struct TaskEnd {
   bool after_stop = false;  // srun (or scancel) was already ending the step: collateral
 };
 
-// Parses one of srun's task-end lines; nothing for any other line.
+// Parses one of srun's task-end lines; nothing for any other line, or for a task list that
+// names more than k_max_tasks tasks.
 std::optional<TaskEnd> parse_task_end(std::string_view text);
+
+// The most task ids one task-end line, and all of them together, may name: a step of more is
+// not real, and a forged line must not cost memory (4 bytes an id).
+inline constexpr int k_max_tasks = 1 << 17;
+
+// Whether `line` is Slurm's own: srun's (no task label, "srun: ...") or slurmstepd's
+// ("slurmstepd: ..." or "slurmstepd-NODE: ...", which srun may put under a task's label).
+bool is_srun_line(const Line& line);
+bool is_stepd_line(std::string_view text);
 
 // Signal number for the words strsignal() gives and srun prints ("Killed" -> 9), else 0.
 int signal_from_text(std::string_view text);
@@ -48,29 +59,40 @@ struct CrashFacts {
   bool task_is_rank = true;
 };
 
-// Accumulates facts line by line; lines that say nothing about an ending are ignored.
+// Accumulates facts line by line; lines that say nothing about an ending are ignored. Facts
+// come only from srun's and slurmstepd's own lines and from torchrun's failure table; what a
+// task printed is kept as its last exception line, to be quoted, never read as a fact.
 class CrashReader {
  public:
   void add(const Line& line);
   void set_task_is_rank(bool value) { facts_.task_is_rank = value; }
+  // Whether the command is srun: only then are unlabelled "srun: error: ..." lines srun's.
+  void set_srun(bool value) { srun_ = value; }
   const CrashFacts& facts() const { return facts_; }
 
  private:
-  void add_torchrun(std::string_view text);
+  // One task's torchrun failure table being read. A plain struct with flags, not a
+  // std::optional: GCC 16 at -O2 reports an optional's strings as maybe-uninitialized when it
+  // is reassigned (Debian unstable's GCC 16).
+  struct Table {
+    bool open = false;       // after "Failures:" or "Root Cause (first observed failure):"
+    bool in_worker = false;  // after "[N]:"
+    WorkerFailure worker;
+  };
+  void add_torchrun(int task, std::string_view text);
+  void add_error(int task, std::string_view text);
+  void flush(Table& table);
   CrashFacts facts_;
   bool stopping_ = false;
-  // The entry being read, while in_worker_. A plain member and a flag, not a std::optional:
-  // GCC 16 at -O2 reports an optional's strings as maybe-uninitialized when it is reassigned
-  // (Debian unstable's GCC 16).
-  WorkerFailure worker_;
-  bool in_worker_ = false;
+  bool srun_ = true;
+  std::size_t task_ids_ = 0;  // task ids held in facts_.ends
+  std::map<int, Table> tables_;
 };
 
-// Whether an exception message says the rank lost a peer rather than failed itself.
-bool is_peer_error(std::string_view text);
-
 // Returns the summary, e.g. "first failure: rank 3 on node02, killed by SIGKILL (signal 9);
-// collateral: ranks 0-2,4-5 (lost a peer or stopped by srun)"; "" when nothing failed.
+// collateral: ranks 0-2,4-5 (lost a peer or stopped by srun)"; "" when nothing failed. The
+// first failure is the earliest ending before srun or Slurm stopped the step, one killed by a
+// signal before one that exited (the others exit when they lose their peer).
 std::string crash_summary(const CrashFacts& facts);
 
 }  // namespace ddp::watch

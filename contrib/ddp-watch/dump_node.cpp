@@ -1,6 +1,8 @@
 #include "ddp-watch/dump_node.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -50,6 +52,33 @@ std::optional<std::pair<char, pid_t>> stat_of(pid_t pid) {
   return std::make_pair(stat[close + 2], static_cast<pid_t>(*ppid));
 }
 
+// Whether the process runs a Python interpreter (its executable's name starts with "python").
+bool is_python(pid_t pid) {
+  char buf[4096];
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return false;
+  std::string_view exe(buf, static_cast<std::size_t>(n));
+  return exe.substr(exe.rfind('/') + 1).starts_with("python");
+}
+
+// Writes the marker into the process's own stderr when that is a pipe or socket (srun's or
+// torchrun's), so the dump that follows in that stream is known to be this process's. A file
+// is left alone: a second writer at offset 0 would overwrite it.
+bool mark(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/2";
+  int fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+  if (ok) {
+    const std::string line = dump_marker(pid) + "\n";
+    ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  }
+  close(fd);
+  return ok;
+}
+
 // This node's processes of the step. SLURMD_NODENAME tells nodes apart where several share
 // one process table (nodes emulated in namespaces, as in the test cluster).
 std::vector<StepProcess> find_step(const std::string& job, const std::string& step) {
@@ -69,8 +98,14 @@ std::vector<StepProcess> find_step(const std::string& job, const std::string& st
     auto st = stat_of(pid);
     if (!st || st->first == 'Z') continue;
     std::string task = env_value(env, "SLURM_PROCID"), rank = env_value(env, "RANK");
-    out.push_back(StepProcess{pid, st->second, ddp::text::parse_int(task).value_or(-1),
-                              ddp::text::parse_int(rank).value_or(-1)});
+    StepProcess p;
+    p.pid = pid;
+    p.parent = st->second;
+    p.task = ddp::text::parse_int(task).value_or(-1);
+    p.rank = ddp::text::parse_int(rank).value_or(-1);
+    p.node = env_value(env, "SLURMD_NODENAME");
+    p.python = is_python(pid);
+    out.push_back(std::move(p));
   }
   closedir(dir);
   return out;
@@ -118,10 +153,12 @@ int dump_step_here(const std::string& step) {
   if (!processes) return 2;
   DumpPlan plan = plan_dump(*processes);
   // Stopped already when the watcher's --freeze-step reached this node; if not, at least
-  // this node's processes wait for their turn stopped.
-  stop_all(plan.dump);
+  // this node's processes wait for their turn stopped. The ranks' children stay stopped: they
+  // would dump into their rank's output at the same moment.
+  stop_all(plan.stop);
   int status = 1;  // until a process took the signal
   for (const StepProcess& p : plan.dump) {
+    mark(p.pid);
     std::printf("%s\n", dump_notice(p).c_str());
     std::fflush(stdout);
     if (kill(p.pid, SIGABRT) == 0) status = 0;

@@ -1,34 +1,61 @@
-// The order in which one node's processes of a step are asked for their stacks, so that
-// processes sharing one output (torchrun's workers) print one after another, never
-// interleaved, and their launcher cannot react to a worker's death in between.
+// Which processes of a step are asked for their stacks, in which order, and the lines that tie
+// each dump to the process that printed it. Pure: the helper step gathers the processes from
+// /proc and passes them in.
 #pragma once
 
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ddp::watch {
 
+// What a process is to its step.
+enum class Role {
+  main,      // a rank's own process: the one whose stack is taken
+  child,     // a process a rank started (a DataLoader worker, a subprocess): left frozen
+  launcher,  // a process that started ranks (torchrun's agent, accelerate): dumped last
+};
+
 struct StepProcess {
   pid_t pid = 0;
   pid_t parent = 0;
-  int task = -1;  // SLURM_PROCID
-  int rank = -1;  // RANK, when the process has one (torchrun's workers)
+  int task = -1;        // SLURM_PROCID
+  int rank = -1;        // RANK, when the process has one
+  std::string node;     // SLURMD_NODENAME
+  bool python = false;  // its executable is a Python interpreter
+  Role role = Role::main;
+  pid_t owner = 0;  // for a child: the pid of the rank's process it belongs to
 };
 
 struct DumpPlan {
-  std::vector<StepProcess> stop;  // SIGSTOP first: launchers (processes with children here)
-  std::vector<StepProcess> dump;  // then SIGABRT one at a time, waiting for each to end
+  std::vector<StepProcess> stop;      // SIGSTOP first: every process of the step on this node
+  std::vector<StepProcess> dump;      // then SIGABRT one at a time: ranks by rank, launchers last
+  std::vector<StepProcess> children;  // left stopped: they would dump into their rank's output
 };
 
-// Launchers stop first; workers dump by rank (then pid), their launchers after them.
+// Gives each process its role and plans the order. The processes of one rank (one RANK; without
+// any RANK in the step, one task) share an environment: its DataLoader workers inherit it, and
+// a shell that started it has it too. The rank's own process is the outermost Python among them
+// (the outermost of all when none is Python). What descends from it is its child; any other
+// process (torchrun's agent) is a launcher.
 DumpPlan plan_dump(const std::vector<StepProcess>& processes);
 
-// One line the helper prints per dump, read back by the watcher to name ranks:
-// "ddp-watch-dump: task 1 rank 3 pid 4242".
+// The line the helper prints on its own output for each process it signals, read back by the
+// watcher to name ranks and nodes: "ddp-watch-dump: task 1 rank 3 pid 4242 node node02 main".
 std::string dump_notice(const StepProcess& p);
 // Parses dump_notice(); false for any other line.
-bool parse_dump_notice(const std::string& line, StepProcess& out);
+bool parse_dump_notice(std::string_view line, StepProcess& out);
+
+// The line the helper writes into a process's own stderr just before it signals it, so that
+// the dump after it in that stream is attributed by pid, not by position: "ddp-watch-dump:
+// pid 4242".
+std::string dump_marker(pid_t pid);
+// The pid of a dump_marker() line, 0 for any other line.
+pid_t parse_dump_marker(std::string_view line);
+
+// "main", "child", "launcher".
+std::string_view role_name(Role role);
 
 }  // namespace ddp::watch

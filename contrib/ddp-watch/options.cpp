@@ -1,5 +1,6 @@
 #include "ddp-watch/options.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -130,18 +131,148 @@ bool is_srun(const std::vector<std::string>& command) {
   return w == "srun" || w.ends_with("/srun");
 }
 
-bool launches_torchrun(const std::vector<std::string>& command) {
-  for (std::size_t i = 0; i < command.size(); ++i) {
-    std::string_view w = command[i];
-    std::string_view base = w.substr(w.rfind('/') == std::string_view::npos ? 0 : w.rfind('/') + 1);
-    if (base == "torchrun") return true;
-    if (w == "-m" && i + 1 < command.size() &&
-        (command[i + 1] == "torch.distributed.run" ||
-         command[i + 1] == "torch.distributed.launch")) {
-      return true;
+namespace {
+
+// srun's options whose value may be the next word (`-n 4`, `--ntasks 4`); the program is the
+// first word that is neither an option nor such a value.
+constexpr std::array<std::string_view, 46> k_srun_valued = {"-A",
+                                                            "-B",
+                                                            "-c",
+                                                            "-C",
+                                                            "-D",
+                                                            "-d",
+                                                            "-e",
+                                                            "-G",
+                                                            "-i",
+                                                            "-J",
+                                                            "-L",
+                                                            "-m",
+                                                            "-n",
+                                                            "-N",
+                                                            "-o",
+                                                            "-p",
+                                                            "-q",
+                                                            "-r",
+                                                            "-S",
+                                                            "-t",
+                                                            "-T",
+                                                            "-w",
+                                                            "-W",
+                                                            "-x",
+                                                            "--account",
+                                                            "--chdir",
+                                                            "--constraint",
+                                                            "--cpus-per-task",
+                                                            "--dependency",
+                                                            "--error",
+                                                            "--exclude",
+                                                            "--export",
+                                                            "--gpus",
+                                                            "--gres",
+                                                            "--input",
+                                                            "--job-name",
+                                                            "--mem",
+                                                            "--nodelist",
+                                                            "--nodes",
+                                                            "--ntasks",
+                                                            "--ntasks-per-node",
+                                                            "--output",
+                                                            "--partition",
+                                                            "--qos",
+                                                            "--time",
+                                                            "--jobid"};
+
+std::string_view base_name(std::string_view w) {
+  const std::size_t slash = w.rfind('/');
+  return slash == std::string_view::npos ? w : w.substr(slash + 1);
+}
+
+bool is_shell(std::string_view base) {
+  return base == "bash" || base == "sh" || base == "dash" || base == "zsh";
+}
+
+// Whether a NAME=value word (env's and a shell's assignments).
+bool is_assignment(std::string_view w) {
+  const std::size_t eq = w.find('=');
+  return eq != std::string_view::npos && eq > 0 && w.substr(0, eq).find('-') == w.npos;
+}
+
+// Whether words[i...] start a per-node launcher: torchrun, accelerate launch, python -m
+// torch.distributed.run (or .launch, or accelerate.commands.launch), also behind env, exec or
+// `bash -c '...'`.
+bool launcher_at(const std::vector<std::string>& words, std::size_t i, int depth = 0) {
+  while (i < words.size() && (words[i] == "exec" || is_assignment(words[i]))) ++i;
+  if (i >= words.size() || depth > 3) return false;
+  const std::string_view base = base_name(words[i]);
+  const auto next = [&](std::size_t k) { return i + k < words.size() ? words[i + k] : ""; };
+  if (base == "torchrun") return true;
+  if (base == "accelerate") return next(1) == "launch";
+  if (base == "env") {
+    std::size_t j = i + 1;
+    while (j < words.size() && (words[j].starts_with("-") || is_assignment(words[j]))) ++j;
+    return launcher_at(words, j, depth + 1);
+  }
+  if (is_shell(base) && next(1) == "-c") {
+    const std::string text = next(2);
+    std::vector<std::string> script;
+    for (std::string_view w : ddp::text::split(text, ' ')) {
+      if (!w.empty()) script.emplace_back(w);
     }
+    return launcher_at(script, 0, depth + 1);
+  }
+  if (!base.starts_with("python")) return false;
+  for (std::size_t j = i + 1; j + 1 < words.size() && words[j].starts_with("-"); ++j) {
+    if (words[j] != "-m") continue;
+    const std::string& module = words[j + 1];
+    return module == "torch.distributed.run" || module == "torch.distributed.launch" ||
+           module == "accelerate.commands.launch";
   }
   return false;
+}
+
+}  // namespace
+
+OutputFiles srun_output_files(const std::vector<std::string>& command) {
+  OutputFiles files;
+  if (!is_srun(command)) return files;
+  bool moved = false;  // -D/--chdir: a relative name is not relative to here
+  std::vector<std::string> names;
+  for (std::size_t i = 1; i < command.size() && command[i].starts_with("-"); ++i) {
+    const std::string& w = command[i];
+    if (w == "--") break;
+    const auto value = [&]() { return i + 1 < command.size() ? command[++i] : std::string(); };
+    if (w == "-o" || w == "-e" || w == "--output" || w == "--error") {
+      names.push_back(value());
+    } else if (w.starts_with("--output=") || w.starts_with("--error=")) {
+      names.push_back(w.substr(w.find('=') + 1));
+    } else if ((w.starts_with("-o") || w.starts_with("-e")) && w.size() > 2) {
+      names.push_back(w.substr(2));
+    } else if (w == "-D" || w == "--chdir" || w.starts_with("--chdir=") || w.starts_with("-D")) {
+      moved = true;
+      if (w == "-D" || w == "--chdir") value();
+    } else if (std::find(k_srun_valued.begin(), k_srun_valued.end(), w) != k_srun_valued.end()) {
+      value();
+    }
+  }
+  for (std::string& n : names) {
+    if (n.empty() || n == "none") continue;
+    const bool resolvable = n.find('%') == std::string::npos && (!moved || n.starts_with("/"));
+    (resolvable ? files.plain : files.patterned).push_back(std::move(n));
+  }
+  return files;
+}
+
+bool launches_per_node(const std::vector<std::string>& command) {
+  if (!is_srun(command)) return launcher_at(command, 0);
+  std::size_t i = 1;
+  while (i < command.size() && command[i].starts_with("-")) {
+    const std::string& w = command[i];
+    if (w == "--") return launcher_at(command, i + 1);
+    const bool valued =
+        std::find(k_srun_valued.begin(), k_srun_valued.end(), w) != k_srun_valued.end();
+    i += valued ? 2 : 1;
+  }
+  return launcher_at(command, i);
 }
 
 std::string usage() {

@@ -36,8 +36,10 @@ struct Options {
 // argument that is not an option.
 Result<Options> parse_options(const std::vector<std::string>& args);
 
-// Whether the command starts torchrun (its tasks are per-node launchers, not ranks).
-bool launches_torchrun(const std::vector<std::string>& command);
+// Whether the command's tasks are per-node launchers, not ranks: the program (after srun's
+// options) is torchrun, `accelerate launch` or `python -m torch.distributed.run` (also
+// behind env, exec or `bash -c`). An argument that merely ends in "torchrun" is not one.
+bool launches_per_node(const std::vector<std::string>& command);
 
 // What to do after a stall with --requeue-stalled MAX: requeue, or why not (the message).
 struct RequeueDecision {
@@ -51,6 +53,14 @@ RequeueDecision decide_requeue(const std::string& job_id, const std::string& res
 // SLURM_JOB_ID can equal the array's id, and requeueing that requeues every task of the array.
 std::string requeue_target(const std::string& job_id, const std::string& array_job_id,
                            const std::string& array_task_id);
+
+// Where srun writes the step's output when told to write it to files (-o/--output,
+// -e/--error): then it never reaches ddp-watch, and silence there is not a stall.
+struct OutputFiles {
+  std::vector<std::string> plain;      // names without a %-pattern: watched like the heartbeat
+  std::vector<std::string> patterned;  // names ddp-watch cannot resolve (%t, %N, ... or -D)
+};
+OutputFiles srun_output_files(const std::vector<std::string>& command);
 
 // Whether the command is srun itself (whose --label output ddp-watch reads and removes).
 bool is_srun(const std::vector<std::string>& command);

@@ -1,68 +1,34 @@
 #include "ddp-watch/slurm.hpp"
 
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <sstream>
+#include "libddp/sys/exec.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::watch {
 namespace {
 
-std::vector<char*> c_argv(const std::vector<std::string>& argv) {
-  std::vector<char*> out;
-  for (const std::string& a : argv) out.push_back(const_cast<char*>(a.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
+// squeue and scancel answer within a second on a healthy controller; a slow one gets ten.
+constexpr std::chrono::seconds k_client_deadline{10};
 
 }  // namespace
 
-std::string capture(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return "";
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return "";
-  }
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    auto args = c_argv(argv);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) out.append(buf, static_cast<std::size_t>(n));
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? out : "";
+void announce(const std::string& text) {
+  std::string line = "ddp-watch: " + ddp::text::printable(text) + "\n";
+  (void)!write(STDERR_FILENO, line.data(), line.size());
 }
 
-std::vector<Step> running_steps(const std::string& job_id) {
-  std::vector<Step> steps;
-  if (job_id.empty()) return steps;
-  std::istringstream in(
-      capture({"squeue", "--noheader", "--steps", "--jobs=" + job_id, "--format=%i %N"}));
-  for (Step s; in >> s.id >> s.nodes;) {
-    // The batch shell (this process's own) and the extern step are not the program.
-    if (s.id.ends_with(".batch") || s.id.ends_with(".extern") || s.id.ends_with(".interactive")) {
-      continue;
-    }
-    steps.push_back(s);
+std::vector<StepRow> running_steps(const std::string& job_id) {
+  if (job_id.empty()) return {};
+  ddp::sys::RunOptions options;
+  options.deadline = k_client_deadline;
+  auto ran = ddp::sys::run(
+      {"squeue", "--noheader", "--steps", "--jobs=" + job_id, "--format=%i %N"}, options);
+  if (!ran) {
+    announce(ran.error().message);
+    return {};
   }
-  return steps;
+  return ran->status == 0 ? parse_steps(ran->out, job_id) : std::vector<StepRow>{};
 }
 
 std::string self_path() {
@@ -71,52 +37,23 @@ std::string self_path() {
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "ddp-watch";
 }
 
-bool run_command(const std::vector<std::string>& argv) {
-  pid_t pid = fork();
-  if (pid < 0) return false;
-  if (pid == 0) {
-    auto args = c_argv(argv);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+bool run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline) {
+  ddp::sys::RunOptions options;
+  options.deadline = deadline;
+  options.capture = false;
+  auto ran = ddp::sys::run(argv, options);
+  if (!ran) announce(ran.error().message);
+  return ran && ran->status == 0;
+}
+
+std::string capture(const std::vector<std::string>& argv) {
+  auto ran = ddp::sys::run(argv);
+  if (!ran) announce(ran.error().message);
+  return ran && ran->status == 0 ? ran->out : "";
 }
 
 bool signal_step(const std::string& step, const std::string& signal) {
-  return run_command({"scancel", "--signal=" + signal, step});
-}
-
-Child spawn(const std::vector<std::string>& command, const std::vector<std::string>& env) {
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return {};
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    close(out[0]);
-    close(out[1]);
-    return {};
-  }
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
-    auto args = c_argv(command);
-    execvp(args[0], args.data());
-    std::string msg = "ddp-watch: cannot run " + command[0] + ": " + std::strerror(errno) + "\n";
-    (void)!write(STDERR_FILENO, msg.data(), msg.size());
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  if (pid < 0) {
-    close(out[0]);
-    close(err[0]);
-    return {};
-  }
-  return Child{pid, out[0], err[0]};
+  return run_command({"scancel", "--signal=" + signal, step}, k_client_deadline);
 }
 
 }  // namespace ddp::watch

@@ -1,43 +1,36 @@
-// The few Slurm commands ddp-watch runs, and spawning the watched command.
+// The Slurm clients ddp-watch runs, each with a deadline (libddp/sys/exec.hpp).
 #pragma once
 
-#include <sys/types.h>
-
+#include <chrono>
 #include <string>
 #include <vector>
 
+#include "ddp-watch/schedule.hpp"
+
 namespace ddp::watch {
 
-// Runs argv (PATH lookup) and returns its standard output; "" when it cannot run or fails.
+// Writes "ddp-watch: TEXT" on stderr, TEXT made printable (text::printable): a verdict or a
+// summary quotes what the tasks printed, which must not reach the terminal raw.
+void announce(const std::string& text);
+
+// The job's running steps (squeue), as JOB.STEP with the job's own id; empty outside a job,
+// without squeue, or when squeue does not answer within its deadline.
+std::vector<StepRow> running_steps(const std::string& job_id);
+
+// Runs argv, its output going where this process's goes, for at most `deadline`; whether it
+// exited 0. A failure to start or a passed deadline is said on stderr.
+bool run_command(const std::vector<std::string>& argv,
+                 std::chrono::seconds deadline = std::chrono::seconds(30));
+
+// Runs argv for at most 30 s and returns its standard output; "" when it cannot run, fails or
+// passes the deadline (said on stderr).
 std::string capture(const std::vector<std::string>& argv);
-
-struct Step {
-  std::string id;     // "12.0"
-  std::string nodes;  // its hostlist, "node[01-03]"
-};
-
-// The job's running steps, without the batch and extern steps; empty outside a job or
-// without squeue.
-std::vector<Step> running_steps(const std::string& job_id);
-
-// Runs argv (PATH lookup), its output going where this process's goes; whether it exited 0.
-bool run_command(const std::vector<std::string>& argv);
 
 // Sends `signal` (a name such as "ABRT", "KILL") to every task of `step` with scancel.
 // Returns whether scancel succeeded.
 bool signal_step(const std::string& step, const std::string& signal);
 
-struct Child {
-  pid_t pid = -1;
-  int out = -1;  // read ends of its stdout and stderr
-  int err = -1;
-};
-
 // This program's own path, for running it as a helper step.
 std::string self_path();
-
-// Starts `command` in a process group of its own, stdout and stderr piped back, with `env`
-// ("NAME=value") added to this process's environment. pid -1 when it could not start.
-Child spawn(const std::vector<std::string>& command, const std::vector<std::string>& env);
 
 }  // namespace ddp::watch

@@ -2,15 +2,19 @@
 #include <algorithm>
 
 #include "ddp-watch/crash.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::watch {
 namespace {
 
+// One rank's (or task's) ending. The cause is written only for the first failure: a forged
+// task list of 100,000 tasks costs an int and a pointer each, not a string.
 struct Ending {
   int id = -1;  // rank, or task when a task is not a rank
-  std::string node;
-  std::string cause;
+  const TaskEnd* end = nullptr;
+  const WorkerFailure* worker = nullptr;
   bool collateral = false;
+  bool signalled = false;
 };
 
 std::string error_of(const CrashFacts& facts, int task) {
@@ -20,58 +24,75 @@ std::string error_of(const CrashFacts& facts, int task) {
   return "";
 }
 
-std::string cause_of(const TaskEnd& end, const CrashFacts& facts) {
-  if (end.oom || (end.signal == 9 && facts.oom_event)) {
-    return "killed by the kernel's out-of-memory killer (SIGKILL)";
-  }
-  if (end.signal != 0) {
-    return "killed by " + signal_name(end.signal) + " (signal " + std::to_string(end.signal) + ")";
-  }
-  return "exited with code " + std::to_string(end.exit_code);
+std::string killed_by(int signal) {
+  return "killed by " + signal_name(signal) + " (signal " + std::to_string(signal) + ")";
 }
 
-// One Ending per task, in the order srun reported them.
+// torchrun writes a worker killed by signal N as exit code -N; other negative codes are codes.
+bool is_signal_code(int exit_code) {
+  return exit_code < 0 && exit_code >= -255;
+}
+
+std::string cause_of(const Ending& e, const CrashFacts& facts) {
+  if (e.worker != nullptr) {
+    const WorkerFailure& w = *e.worker;
+    if (!is_signal_code(w.exit_code)) return "exited with code " + std::to_string(w.exit_code);
+    std::string cause = killed_by(-w.exit_code);
+    if (w.exit_code == -9 && facts.oom_event) cause += ", the kernel's out-of-memory killer";
+    return cause;
+  }
+  const TaskEnd& end = *e.end;
+  std::string cause = end.oom || (end.signal == 9 && facts.oom_event)
+                          ? "killed by the kernel's out-of-memory killer (SIGKILL)"
+                      : end.signal != 0 ? killed_by(end.signal)
+                                        : "exited with code " + std::to_string(end.exit_code);
+  // What the task printed last is quoted: it is the program's text, not a fact.
+  if (std::string error = error_of(facts, e.id); !error.empty()) {
+    cause += ", its last error " + ddp::text::quote(error, 200);
+  }
+  return cause;
+}
+
+// One Ending per task, in the order srun reported them; those after srun or Slurm began to
+// stop the step are collateral.
 std::vector<Ending> from_tasks(const CrashFacts& facts) {
   std::vector<Ending> out;
   for (const TaskEnd& end : facts.ends) {
-    for (int task : end.tasks) {
-      Ending e{task, end.node, cause_of(end, facts), end.after_stop};
-      std::string error = error_of(facts, task);
-      if (!error.empty()) {
-        e.collateral = e.collateral || is_peer_error(error);
-        e.cause += ": " + error;
-      }
-      // A task that srun or Slurm ended (SIGTERM, or SIGKILL after the step was stopped)
-      // died of the stop, not of its own fault.
-      out.push_back(std::move(e));
-    }
+    for (int task : end.tasks)
+      out.push_back({task, &end, nullptr, end.after_stop, end.signal != 0});
   }
   return out;
 }
 
-// torchrun's own table names ranks, hosts and the signal of each failed worker; the one killed
-// by a signal, else the earliest, is the first failure.
+// torchrun's own table names ranks, hosts and the signal of each failed worker, in the order
+// of its timestamps.
 std::vector<Ending> from_workers(const CrashFacts& facts) {
-  std::vector<WorkerFailure> workers = facts.workers;
-  std::stable_sort(workers.begin(), workers.end(), [](const auto& a, const auto& b) {
-    if ((a.exit_code < 0) != (b.exit_code < 0)) return a.exit_code < 0;
-    return a.time < b.time;
-  });
+  std::vector<const WorkerFailure*> workers;
+  for (const WorkerFailure& w : facts.workers) workers.push_back(&w);
+  std::stable_sort(
+      workers.begin(), workers.end(),
+      [](const WorkerFailure* a, const WorkerFailure* b) { return a->time < b->time; });
   std::vector<Ending> out;
-  for (const WorkerFailure& w : workers) {
-    Ending e{w.rank, w.host, "", !out.empty()};
-    int sig = -w.exit_code;
-    e.cause = w.exit_code < 0
-                  ? "killed by " + signal_name(sig) + " (signal " + std::to_string(sig) + ")"
-                  : "exited with code " + std::to_string(w.exit_code);
-    if (w.exit_code == -9 && facts.oom_event) e.cause += ", the kernel's out-of-memory killer";
-    out.push_back(std::move(e));
+  for (const WorkerFailure* w : workers) {
+    out.push_back({w->rank, nullptr, w, false, is_signal_code(w->exit_code)});
   }
   return out;
 }
 
 std::string name(bool ranks, std::size_t count) {
   return std::string(ranks ? "rank" : "task") + (count == 1 ? " " : "s ");
+}
+
+// The first failure: the earliest ending not collateral that a signal caused, else the
+// earliest not collateral, else the earliest.
+std::vector<Ending>::const_iterator first_of(const std::vector<Ending>& endings) {
+  auto first = std::find_if(endings.begin(), endings.end(),
+                            [](const Ending& e) { return !e.collateral && e.signalled; });
+  if (first == endings.end()) {
+    first =
+        std::find_if(endings.begin(), endings.end(), [](const Ending& e) { return !e.collateral; });
+  }
+  return first == endings.end() ? endings.begin() : first;
 }
 
 }  // namespace
@@ -81,11 +102,10 @@ std::string crash_summary(const CrashFacts& facts) {
   std::vector<Ending> endings = by_worker ? from_workers(facts) : from_tasks(facts);
   if (endings.empty()) return "";
   bool ranks = facts.task_is_rank || by_worker;
-  auto first =
-      std::find_if(endings.begin(), endings.end(), [](const Ending& e) { return !e.collateral; });
-  if (first == endings.end()) first = endings.begin();
+  auto first = first_of(endings);
+  const std::string node = first->worker != nullptr ? first->worker->host : first->end->node;
   std::string out = "first failure: " + name(ranks, 1) + std::to_string(first->id) + " on " +
-                    first->node + ", " + first->cause;
+                    ddp::text::printable(node, 256) + ", " + cause_of(*first, facts);
   std::vector<int> others;
   for (const Ending& e : endings) {
     if (e.id != first->id) others.push_back(e.id);

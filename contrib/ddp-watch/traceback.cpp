@@ -1,14 +1,18 @@
 #include "ddp-watch/traceback.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <optional>
 #include <string_view>
 
+#include "ddp-watch/dump_plan.hpp"
+
 namespace ddp::watch {
 namespace {
 
 constexpr std::string_view k_fatal = "Fatal Python error: ";
+constexpr std::string_view k_marker = "ddp-watch-dump: pid ";
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.starts_with(prefix);
@@ -51,17 +55,57 @@ void add_line(Dump& dump, std::string_view text) {
   }
 }
 
+// Whether a line goes on with an open dump: blank, indented (a frame) or a thread's header.
+bool continues_dump(std::string_view text) {
+  return text.empty() || starts_with(text, "  ") || thread_header(text).has_value();
+}
+
 }  // namespace
+
+bool DumpFilter::in_dump(const Line& line) {
+  const std::string_view text = line.text;
+  if (parse_dump_marker(text) != 0) {
+    open_.erase(line.task);
+    return true;
+  }
+  if (starts_with(text, k_fatal)) {
+    open_[line.task] = true;
+    return true;
+  }
+  auto it = open_.find(line.task);
+  if (it == open_.end()) return false;
+  if (continues_dump(text)) return true;
+  open_.erase(it);
+  return starts_with(text, "Extension modules:");
+}
+
+std::vector<Line> split_at_dump(Line line) {
+  const std::size_t at = std::min(line.text.find(k_fatal), line.text.find(k_marker));
+  if (at == std::string::npos || at == 0) return {std::move(line)};
+  Line dump{line.task, line.text.substr(at)};
+  line.text.resize(at);
+  return {std::move(line), std::move(dump)};
+}
 
 std::vector<Dump> parse_dumps(const std::vector<Line>& lines) {
   std::vector<Dump> dumps;
   std::map<int, std::size_t> open;  // task -> index of its dump still being printed
+  std::map<int, pid_t> marked;      // task -> pid of the marker its next dump follows
   for (const Line& line : lines) {
     std::string_view text = line.text;
+    if (pid_t pid = parse_dump_marker(text); pid != 0) {
+      marked[line.task] = pid;
+      open.erase(line.task);
+      continue;
+    }
     if (starts_with(text, k_fatal)) {
       open[line.task] = dumps.size();
       Dump d;
       d.task = line.task;
+      if (auto m = marked.find(line.task); m != marked.end()) {
+        d.pid = m->second;
+        marked.erase(m);
+      }
       d.reason = std::string(text.substr(k_fatal.size()));
       d.text.emplace_back(text);
       dumps.push_back(std::move(d));
@@ -70,8 +114,7 @@ std::vector<Dump> parse_dumps(const std::vector<Line>& lines) {
     auto it = open.find(line.task);
     if (it == open.end()) continue;
     Dump& dump = dumps[it->second];
-    bool in_stack = text.empty() || starts_with(text, "  ") || thread_header(text);
-    if (in_stack) {
+    if (continues_dump(text)) {
       add_line(dump, text);
     } else {
       // "Extension modules: ..." ends a dump (Python 3.10+); so does any other output.

@@ -70,6 +70,15 @@ std::string collective_of(const Thread& t) {
   return "";
 }
 
+// A process a rank forked: a DataLoader worker or a multiprocessing child runs under
+// multiprocessing's _bootstrap.
+bool is_child(const Thread& t) {
+  return std::any_of(t.frames.begin(), t.frames.end(), [](const Frame& f) {
+    return contains(f.file, "torch/utils/data/_utils/worker.py") ||
+           (contains(f.file, "multiprocessing/process.py") && f.function == "_bootstrap");
+  });
+}
+
 bool is_launcher(const Thread& t) {
   return std::any_of(t.frames.begin(), t.frames.end(), [](const Frame& f) {
     return contains(f.file, "torch/distributed/elastic/agent/") ||
@@ -88,25 +97,44 @@ bool is_library_file(const std::string& file) {
          contains(file, "/site-packages/") || contains(file, "/dist-packages/");
 }
 
-Process classify(const Dump& dump, const Layout& layout, std::size_t index) {
-  Process p;
+namespace {
+
+// Rank, node and role of a dump: by the pid of its marker when the helper signalled it, else
+// by its task (and, under torchrun, by its position among the task's dumps).
+void attribute(Process& p, const Dump& dump, const Layout& layout, std::size_t index) {
   p.task = dump.task;
   p.rank = layout.task_is_rank ? dump.task : -1;
+  if (auto it = layout.node_of_task.find(dump.task); it != layout.node_of_task.end()) {
+    p.node = it->second;
+  }
+  if (auto it = layout.by_pid.find(dump.pid); dump.pid != 0 && it != layout.by_pid.end()) {
+    const StepProcess& s = it->second;
+    if (s.rank >= 0 || !layout.task_is_rank) p.rank = s.rank;
+    if (!s.node.empty()) p.node = s.node;
+    if (s.role == Role::launcher) p.state = State::launcher;
+    return;
+  }
   if (auto it = layout.ranks_of_task.find(dump.task);
       !layout.task_is_rank && it != layout.ranks_of_task.end() && index < it->second.size()) {
     p.rank = it->second[index];
   }
-  if (auto it = layout.node_of_task.find(dump.task); it != layout.node_of_task.end()) {
-    p.node = it->second;
-  }
+}
+
+}  // namespace
+
+Process classify(const Dump& dump, const Layout& layout, std::size_t index) {
+  Process p;
+  attribute(p, dump, layout, index);
   const Thread* t = main_thread(dump);
   if (t == nullptr || t->frames.empty()) return p;
   p.innermost = t->frames.front();
   auto own = std::find_if(t->frames.begin(), t->frames.end(),
                           [](const Frame& f) { return !is_library_file(f.file); });
   p.where = own != t->frames.end() ? *own : t->frames.front();
-  if (is_launcher(*t)) {
+  if (p.state == State::launcher || is_launcher(*t)) {
     p.state = State::launcher;
+  } else if (is_child(*t)) {
+    p.state = State::child;
   } else if (std::string c = collective_of(*t); !c.empty()) {
     p.state = State::collective;
     p.collective = std::move(c);
@@ -151,9 +179,26 @@ std::string join_groups(const Groups& groups, std::string_view between) {
   return out;
 }
 
+// "rank 4 on node03 printed no stack (...)"; without ranks and nodes, "task 1 printed ...".
+std::string silent_text(const std::vector<Process>& silent, const Layout& layout) {
+  const std::string why = " printed no stack (stuck in the kernel or a device, or not Python)";
+  const bool known = std::all_of(silent.begin(), silent.end(),
+                                 [](const Process& p) { return p.rank >= 0 && !p.node.empty(); });
+  if (known) {
+    std::vector<const Process*> group;
+    for (const Process& p : silent) group.push_back(&p);
+    return who(group) + why;
+  }
+  std::vector<int> tasks;
+  for (const Process& p : silent) tasks.push_back(p.rank >= 0 ? p.rank : p.task);
+  return std::string(layout.task_is_rank ? (tasks.size() == 1 ? "rank " : "ranks ")
+                                         : (tasks.size() == 1 ? "task " : "tasks ")) +
+         format_ranges(tasks) + why;
+}
+
 }  // namespace
 
-std::string verdict(const std::vector<Process>& processes, const std::vector<int>& silent,
+std::string verdict(const std::vector<Process>& processes, const std::vector<Process>& silent,
                     const Layout& layout) {
   Groups waiting, elsewhere;
   for (const Process& p : processes) {
@@ -168,12 +213,7 @@ std::string verdict(const std::vector<Process>& processes, const std::vector<int
     }
   }
   std::string out;
-  if (!silent.empty()) {
-    out = std::string(layout.task_is_rank ? (silent.size() == 1 ? "rank " : "ranks ")
-                                          : (silent.size() == 1 ? "task " : "tasks ")) +
-          format_ranges(silent) +
-          " printed no stack (stuck in the kernel or a device, or not Python)";
-  }
+  if (!silent.empty()) out = silent_text(silent, layout);
   if (!elsewhere.empty()) out += (out.empty() ? "" : "; ") + join_groups(elsewhere, "; ");
   if (!waiting.empty()) {
     if (elsewhere.empty() && silent.empty() && waiting.size() == 1) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ddp-watch/dump_plan.hpp"
 #include "ddp-watch/traceback.hpp"
 
 namespace ddp::watch {
@@ -13,6 +14,7 @@ enum class State {
   collective,  // blocked in a torch.distributed call, waiting for the others
   elsewhere,   // anywhere else: the suspects
   launcher,    // a launcher process (torchrun's agent), not a rank
+  child,       // a process a rank started (a DataLoader worker, a subprocess), not a rank
 };
 
 // One process of the step, classified from its dump.
@@ -30,8 +32,11 @@ struct Process {
 struct Layout {
   std::map<int, std::string> node_of_task;
   bool task_is_rank = true;  // srun tasks; false under torchrun (a task is a node's agent)
-  // Under torchrun: the ranks of a task's processes in the order they printed their stacks.
+  // Under torchrun, without markers: the ranks of a task's processes in the order they were
+  // signalled (a fallback: a process that prints nothing shifts the rest).
   std::map<int, std::vector<int>> ranks_of_task;
+  // The processes the helper signalled, by pid: a marked dump is attributed by its pid.
+  std::map<int, StepProcess> by_pid;
 };
 
 // Whether `file` is Python's or an installed package's rather than the program's own.
@@ -41,9 +46,10 @@ bool is_library_file(const std::string& file);
 Process classify(const Dump& dump, const Layout& layout, std::size_t index = 0);
 
 // Returns the one-line verdict, e.g. "rank 4 on node03 at train.py:57 in load_batch; ranks
-// 0-3,5 wait in all_reduce at train.py:80". `silent` are ranks (or tasks) that printed no
-// stack: stuck where a signal cannot reach them (in the kernel, a dead device) or not Python.
-std::string verdict(const std::vector<Process>& processes, const std::vector<int>& silent,
+// 0-3,5 wait in all_reduce at train.py:80". `silent` are ranks (or tasks, rank -1) that printed
+// no stack, with their node when known: stuck where a signal cannot reach them (in the kernel,
+// a dead device) or not Python.
+std::string verdict(const std::vector<Process>& processes, const std::vector<Process>& silent,
                     const Layout& layout);
 
 }  // namespace ddp::watch

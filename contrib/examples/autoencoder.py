@@ -225,12 +225,13 @@ def main(argv=None) -> int:
             f"resume it with as many (this run has {world})")
         dist.destroy_process_group()
         return 1
-    # find_unused_parameters=True only to keep DDP's gradient bucket layout fixed: without it DDP
-    # rebuilds the layout after its first iteration, so that the first iteration after a resume
-    # would sum gradients across ranks in another order than the same iteration in an
-    # uninterrupted run, and the weights would differ in the last bits. Every parameter is used.
-    ddp = DistributedDataParallel(model, device_ids=[device.index] if use_cuda else None,
-                                  find_unused_parameters=True)
+    ddp = DistributedDataParallel(model, device_ids=[device.index] if use_cuda else None)
+    # DDP lays its gradient buckets out again after its first backward pass, in the order the
+    # gradients became ready. That pass is taken here, on zeros and with all-zero gradients,
+    # in every run: a fresh and a resumed run then sum gradients across ranks in the same
+    # order at every real step, and their weights agree to the last bit.
+    (ddp(torch.zeros(1, k_side * k_side, device=device)).sum() * 0).backward()
+    optimizer.zero_grad()
     dataset = synthetic_mnist(args.samples)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=1)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)

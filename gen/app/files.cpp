@@ -32,13 +32,16 @@ int write_all(int fd, std::string_view text) {
   return 0;
 }
 
-// The mode the script gets: an existing regular file's own (the user may have made it
-// executable), else what a plain open(path, O_CREAT, 0666) would give (mkstemp makes 0600).
+// The mode the script gets: an existing regular file's permission bits (the user may have made
+// it executable), else what a plain open(path, O_CREAT, 0666) would give (mkstemp makes 0600).
+// Write bits the umask withholds are never copied, nor setuid, setgid or sticky: a file another
+// user planted with mode 0666 does not make the new script writable by others.
 mode_t script_mode(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
   const mode_t mask = ::umask(0);
   ::umask(mask);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+    return st.st_mode & 0777 & ~(mask & 0022);
   return 0666 & ~mask;
 }
 
@@ -66,8 +69,27 @@ bool is_special(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
+// Opens a device, pipe or socket for writing without ever blocking: a FIFO nobody reads fails
+// with ENXIO instead of waiting for a reader; one that gets a reader within a second (a reader
+// started just before ddpgen) is written. The descriptor is made blocking again for the write.
+int open_special(const std::string& path) {
+  constexpr int k_tries = 50;  // 50 x 20 ms
+  for (int attempt = 1;; ++attempt) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) {
+      const int flags = ::fcntl(fd, F_GETFL);
+      if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+      return fd;
+    }
+    if (errno != ENXIO || attempt == k_tries) return -1;
+    ::usleep(20000);
+  }
+}
+
 Result<void> write_special(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+  const int fd = open_special(path);
+  if (fd < 0 && errno == ENXIO)
+    return ddp::fail({path, 0, 0}, "cannot open: no process reads this FIFO (waited 1 s)");
   if (fd < 0) return io_error(path, "cannot open", errno);
   int err = write_all(fd, text);
   if (::close(fd) != 0 && err == 0) err = errno;

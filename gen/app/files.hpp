@@ -13,8 +13,9 @@ Result<std::string> read_file(const std::string& path);
 // Writes text to path through a temporary file made by mkstemp in the same directory, synced,
 // closed with its errors checked and renamed over path: a failure leaves path as it was and no
 // temporary file behind, and a symlink at path is replaced, never followed. An existing file
-// keeps its mode. A path that leads to a device, pipe or socket (/dev/stdout, /dev/null) is
-// written into instead, with every error reported.
+// keeps its permission bits, less the write bits the umask withholds. A path that leads to a
+// device, pipe or socket (/dev/stdout, /dev/null) is written into instead, with every error
+// reported; a FIFO that no process reads is an error after at most a second, never a hang.
 Result<void> write_file(const std::string& path, const std::string& text);
 
 // Writes text to standard output; an error (a full disk, a closed pipe) is returned, not lost.

@@ -11,6 +11,7 @@
 #include "gen/app/profile_store.hpp"
 #include "gen/core/job.hpp"
 #include "gen/core/plan.hpp"
+#include "gen/core/profile_show.hpp"
 #include "gen/core/render.hpp"
 #include "gen/core/shell.hpp"
 #include "libddp/util/text.hpp"
@@ -20,6 +21,7 @@ namespace {
 using namespace ddpgen;
 
 constexpr const char* k_template = "sbatch.sh.mustache";
+constexpr const char* k_task_setup = "task-setup.sh";
 
 // Above the core a failure ends the run: it is thrown as the ddp::Error it is and main()
 // prints it once as "ddpgen: error: FILE:LINE:COL: ...".
@@ -47,8 +49,8 @@ void add_job_options(CLI::App* cmd, Inputs& in) {
           [](const std::string& set) {
             const auto eq = set.find('=');
             return eq == std::string::npos || eq == 0
-                       ? "expected KEY=VALUE, e.g. --set partition=gpu; got \"" +
-                             shell::comment_safe(set) + "\""
+                       ? "expected KEY=VALUE, e.g. --set partition=gpu; got " +
+                             ddp::text::quote(set)
                        : std::string();
           },
           ""));
@@ -69,12 +71,16 @@ std::string render_job(const Inputs& in) {
   const Job job = unwrap(decode_job(unwrap(app::read_file(in.job_file)), in.job_file, in.sets));
   const Plan p = unwrap(plan(job, profile));
   const std::string template_path = app::template_dir() + "/" + k_template;
-  std::string script = unwrap(render(
-      p, {DDPGEN_VERSION, in.job_file, template_path, unwrap(app::read_file(template_path))}));
+  const std::string setup_path = app::template_dir() + "/" + k_task_setup;
+  std::string script = unwrap(
+      render(p, {DDPGEN_VERSION, in.job_file, template_path, unwrap(app::read_file(template_path)),
+                 setup_path, unwrap(app::read_file(setup_path))}));
   // Said after the checks so that an error is the last line a user sees.
+  for (const auto& warning : p.warnings)
+    std::cerr << "ddpgen: warning: " << warning.to_string() << "\n";
   if (!profile.deprecated.empty())
-    std::cerr << "ddpgen: warning: profile \"" << profile.name
-              << "\" is deprecated: " << shell::comment_safe(profile.deprecated) << "\n";
+    std::cerr << "ddpgen: warning: profile " << ddp::text::quote(profile.name)
+              << " is deprecated: " << ddp::text::printable(profile.deprecated) << "\n";
   return script;
 }
 
@@ -82,22 +88,26 @@ void list_profiles() {
   for (const auto& file : app::list_profiles(app::profile_dirs())) {
     auto profile = app::load_profile(file.path, {});
     if (!profile) {
-      std::cout << file.name << "  (broken: " << profile.error().to_string() << ")\n";
+      std::cout << ddp::text::printable(file.name) << "  (broken: " << profile.error().to_string()
+                << ")\n";
       continue;
     }
     if (profile->abstract) continue;
-    std::cout << file.name << std::string(file.name.size() < 20 ? 20 - file.name.size() : 1, ' ')
-              << profile->description.substr(0, profile->description.find('\n'))
+    std::cout << ddp::text::printable(file.name)
+              << std::string(file.name.size() < 20 ? 20 - file.name.size() : 1, ' ')
+              << ddp::text::printable(
+                     profile->description.substr(0, profile->description.find('\n')))
               << (profile->deprecated.empty() ? "" : " [deprecated]") << "\n";
   }
 }
 
+// The effective profile, each value with the file and line that set it.
 void show_profile(const std::string& name) {
   std::vector<app::ProfileFile> chain;
-  unwrap(app::load_profile(name, app::profile_dirs(), &chain));
-  for (const auto& file : chain) {
-    std::cout << "# ---- " << file.path << "\n" << unwrap(app::read_file(file.path));
-  }
+  const Profile profile = unwrap(app::load_profile(name, app::profile_dirs(), &chain));
+  std::vector<std::string> files;
+  for (const auto& file : chain) files.push_back(file.path);
+  unwrap(app::write_stdout(ddpgen::show_profile(profile, files)));
 }
 
 // What the command line asked for, filled in by CLI11.
@@ -117,7 +127,8 @@ void define(CLI::App& cli, Command& c) {
       ->type_name("FILE");
   c.profiles = cli.add_subcommand("profiles", "list the site profiles found");
   auto* profile_cmd = cli.add_subcommand("profile", "inspect a site profile, or draft one");
-  c.show = profile_cmd->add_subcommand("show", "print a profile and the ones it extends");
+  c.show = profile_cmd->add_subcommand(
+      "show", "print the effective profile, each value with the file:line that set it");
   c.show->add_option("name", c.show_name, "profile NAME or PATH")->required();
   c.init = profile_cmd->add_subcommand("init", "draft a profile from the live cluster");
   c.init->add_option("--name", c.init_name, "the profile's name (default mysite)");
@@ -176,8 +187,8 @@ int validate(const Command& c) {
   }
   if (!c.vin.job_file.empty()) {
     render_job(c.vin);
-    std::cerr << "ddpgen: " << c.vin.job_file << ": valid for profile \"" << c.vin.profile
-              << "\"\n";
+    std::cerr << "ddpgen: " << ddp::text::printable(c.vin.job_file) << ": valid for profile "
+              << ddp::text::quote(c.vin.profile) << "\n";
   }
   if (c.live) {
     const Profile profile = unwrap(app::load_profile(c.vin.profile, app::profile_dirs()));

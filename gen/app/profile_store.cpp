@@ -33,7 +33,7 @@ Result<Profile> load_chain(const ProfileFile& file, const std::vector<std::strin
     search.insert(search.begin(), fs::path(file.path).parent_path().string());
     std::string target = doc->extends;
     if (target.find('/') != std::string::npos && !fs::path(target).is_absolute())
-      target = (fs::path(file.path).parent_path() / target).string();
+      target = (fs::path(file.path).parent_path() / target).lexically_normal().string();
     auto parent_file = find_profile(target, search);
     if (!parent_file)
       return ddp::fail({file.path, 1, 1}, "extends: " + parent_file.error().message);

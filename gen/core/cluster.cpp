@@ -146,7 +146,7 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
     auto f = fields_of(line);
     if (value_of(f, "PartitionName").empty())
       return ddp::fail(ddp::Location{"scontrol show partition", line_no, 1},
-                       "no PartitionName= in \"" + line.substr(0, 60) + "\"");
+                       "no PartitionName= in " + ddp::text::quote(line.substr(0, 60)));
     facts.partitions.push_back(partition_of(f));
   }
   line_no = 0;
@@ -155,7 +155,7 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
     auto f = fields_of(line);
     if (value_of(f, "NodeName").empty())
       return ddp::fail(ddp::Location{"scontrol show node", line_no, 1},
-                       "no NodeName= in \"" + line.substr(0, 60) + "\"");
+                       "no NodeName= in " + ddp::text::quote(line.substr(0, 60)));
     facts.nodes.push_back(node_of(f));
   }
   if (facts.partitions.empty())

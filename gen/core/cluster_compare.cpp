@@ -4,6 +4,7 @@
 
 #include "gen/core/cluster.hpp"
 #include "gen/core/duration.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 namespace {
@@ -71,7 +72,8 @@ void compare_nodes(Report& r, const std::string& where, const Profile& profile, 
   const NodeSpec& spec = p.node ? *p.node : profile.node;
   const auto chosen = matching(nodes, p.constraint);
   if (chosen.empty() && !nodes.empty()) {
-    r.conflict(where, "constraint \"" + p.constraint + "\" matches no node of the partition");
+    r.conflict(where, "constraint " + ddp::text::quote(p.constraint) +
+                          " matches no node of the partition");
     return;
   }
   long most_gpus = 0, most_cpus = 0;
@@ -92,7 +94,8 @@ void compare_nodes(Report& r, const std::string& where, const Profile& profile, 
       !types.contains(spec.gpu_type)) {
     std::string have;
     for (const auto& t : types) have += (have.empty() ? "" : ", ") + t;
-    r.conflict(where, "gpu_type \"" + spec.gpu_type + "\" is no GPU GRES type of the nodes (" +
+    r.conflict(where, "gpu_type " + ddp::text::quote(spec.gpu_type) +
+                          " is no GPU GRES type of the nodes (" +
                           (have.empty() ? "untyped gpu" : "have: " + have) + ")");
   }
   if (spec.cores > most_cpus)
@@ -127,7 +130,8 @@ std::vector<LiveFinding> compare_with_cluster(const Profile& profile, const Clus
   }
   for (const auto& c : facts.partitions)
     if (!named.contains(c.name))
-      r.note("partitions", "the cluster's partition \"" + c.name + "\" is not in the profile");
+      r.note("partitions",
+             "the cluster's partition " + ddp::text::quote(c.name) + " is not in the profile");
   std::ranges::stable_partition(r.findings, [](const auto& f) { return f.conflict; });
   return r.findings;
 }

@@ -1,5 +1,6 @@
 // Draft profiles from a live cluster, and a profile's differences from one (cluster.hpp).
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
@@ -51,11 +52,52 @@ std::pair<NodeType, TypeCount> common_type(const ClusterFacts& facts) {
   return best;
 }
 
+// The ranges the profile reader accepts (profile.cpp): a count beyond them, which only a
+// garbled or hostile scontrol reports, is written as the bound so that the draft loads.
+constexpr long k_max_gpus = 64;
+constexpr long k_max_cores = 100000;
+constexpr long k_max_memory_gb = 10000000;
+constexpr long k_max_nodes = 100000;
+constexpr long k_max_cpus_per_gpu = 1024;
+
+std::string bounded(long value, long max) {
+  return std::to_string(std::clamp(value, 0L, max));
+}
+
+// `text` as a YAML scalar that reads back as exactly `text`: plain when it is a name
+// ("batch", "v100", "gpu_ai"), else double-quoted with \", \\ and \xNN escapes, so that a
+// partition or feature called "*x" or "&y" (an alias, an anchor) or "no" still loads as text.
+std::string yaml_scalar(std::string_view text) {
+  const bool plain = !text.empty() && std::isalpha(static_cast<unsigned char>(text[0])) &&
+                     text.find_first_not_of(
+                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789_.-") == std::string_view::npos &&
+                     text != "y" && text != "n" && text != "yes" && text != "no" && text != "on" &&
+                     text != "off" && text != "true" && text != "false" && text != "null";
+  if (plain) return std::string(text);
+  std::string out = "\"";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u >= 0x7f) {
+      static constexpr char k_hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += k_hex[u >> 4];
+      out += k_hex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string node_yaml(const NodeType& t, const TypeCount& c) {
-  std::string out = "{gpus: " + std::to_string(t.gpus);
-  if (!t.gpu_type.empty()) out += ", gpu_type: " + t.gpu_type;
-  return out + ", cores: " + std::to_string(t.cores) +
-         ", memory_gb: " + std::to_string(c.memory_gb) + "}";
+  std::string out = "{gpus: " + bounded(t.gpus, k_max_gpus);
+  if (!t.gpu_type.empty()) out += ", gpu_type: " + yaml_scalar(t.gpu_type);
+  return out + ", cores: " + bounded(t.cores, k_max_cores) +
+         ", memory_gb: " + bounded(c.memory_gb, k_max_memory_gb) + "}";
 }
 
 // A feature every node of type has and no other node of the partition has, to tell the type
@@ -90,12 +132,12 @@ void draft_partition(std::ostream& out, const ClusterFacts& facts, const Cluster
   });
   for (const auto& [type, tc] : types) {
     const long count = tc.nodes;
-    out << "  - name: " << p.name << "\n";
+    out << "  - name: " << yaml_scalar(p.name) << "\n";
     out << "    description: " << count << " node" << (count == 1 ? "" : "s")
         << (p.is_default ? ", the default partition" : "") << "\n";
     const long max_nodes = p.max_nodes > 0 ? std::min(p.max_nodes, count) : count;
-    if (max_nodes > 0) out << "    max_nodes: " << max_nodes << "\n";
-    if (p.min_nodes > 1) out << "    min_nodes: " << p.min_nodes << "\n";
+    if (max_nodes > 0) out << "    max_nodes: " << bounded(max_nodes, k_max_nodes) << "\n";
+    if (p.min_nodes > 1) out << "    min_nodes: " << bounded(p.min_nodes, k_max_nodes) << "\n";
     if (p.max_time > 0) out << "    max_time: \"" << duration::format(p.max_time) << "\"\n";
     if (types.size() > 1) {
       const std::string feature = distinguishing_feature(nodes, type);
@@ -103,7 +145,7 @@ void draft_partition(std::ostream& out, const ClusterFacts& facts, const Cluster
         out << "    # several node types share this partition and no feature tells this one "
                "apart\n";
       else
-        out << "    constraint: " << feature << "\n";
+        out << "    constraint: " << yaml_scalar(feature) << "\n";
     }
     if (type != common) out << "    node: " << node_yaml(type, tc) << "\n";
     if (p.name.find("test") != std::string::npos || p.name.find("debug") != std::string::npos)
@@ -126,7 +168,7 @@ std::string draft_profile(const ClusterFacts& facts, const std::string& name) {
   out << "# account: {required: true, hint: <project>}\n";
   out << "node: " << node_yaml(common, common_count) << "\n";
   if (common.gpus > 0 && common.cores > 0)
-    out << "cpus_per_gpu: " << common.cores / common.gpus << "\n";
+    out << "cpus_per_gpu: " << bounded(common.cores / common.gpus, k_max_cpus_per_gpu) << "\n";
   out << "partitions:\n";
   // Default partition first: ddpgen picks the first that fits.
   std::vector<const ClusterPartition*> order;

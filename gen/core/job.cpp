@@ -1,14 +1,16 @@
 #include "gen/core/job.hpp"
 
 #include "gen/core/duration.hpp"
+#include "gen/core/options.hpp"
 #include "gen/core/shell.hpp"
 #include "gen/core/yaml_strict.hpp"
 #include "libddp/util/seconds.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 
 const std::vector<std::string>& job_container_keys() {
-  static const std::vector<std::string> keys = {"image", "runtime", "mounts"};
+  static const std::vector<std::string> keys = {"image", "runtime", "mounts", "workdir"};
   return keys;
 }
 const std::vector<std::string>& job_checkpoint_keys() {
@@ -18,6 +20,15 @@ const std::vector<std::string>& job_checkpoint_keys() {
 }
 const std::vector<std::string>& job_mail_keys() {
   static const std::vector<std::string> keys = {"user", "type"};
+  return keys;
+}
+
+const std::vector<std::string>& job_activate_keys() {
+  static const std::vector<std::string> keys = {"conda", "venv", "source"};
+  return keys;
+}
+const std::vector<std::string>& job_accelerate_keys() {
+  static const std::vector<std::string> keys = {"config_file"};
   return keys;
 }
 
@@ -31,7 +42,7 @@ namespace {
 
 // Applies one "KEY=VALUE" to root; returns the key path and its label for error messages.
 std::pair<std::string, std::string> apply_set(YAML::Node& root, const std::string& set) {
-  const std::string label = "--set " + shell::comment_safe(set);
+  const std::string label = "--set " + ddp::text::printable(set);
   const auto eq = set.find('=');
   if (eq == std::string::npos || eq == 0)
     throw Error{"expected KEY=VALUE, e.g. --set partition=gpu", {label, 0, 0}};
@@ -67,8 +78,9 @@ Container decode_container(const StrictReader& r, const YAML::Node& node) {
   for (const auto& [key, value] : r.entries(node, "container", job_container_keys())) {
     const std::string path = "container." + key;
     if (key == "image") c.image = r.string(value, path);
-    if (key == "runtime") c.runtime = r.choice(value, path, {"apptainer", "singularity", "pyxis"});
+    if (key == "runtime") c.runtime = r.choice(value, path, container_runtime_names());
     if (key == "mounts") c.mounts = r.strings(value, path);
+    if (key == "workdir") c.workdir = r.string(value, path);
   }
   if (c.image.empty()) r.reject(node, "container", "\"container.image\" is required");
   return c;
@@ -96,7 +108,7 @@ Checkpoint decode_checkpoint(const StrictReader& r, const YAML::Node& node) {
 }
 
 long decode_seconds(const StrictReader& r, const YAML::Node& value, const std::string& path) {
-  auto seconds = ddp::parse_seconds(r.string(value, path), "\"" + path + "\"");
+  auto seconds = ddp::parse_seconds(r.string(value, path), ddp::text::quote(path));
   if (!seconds) r.reject(value, path, seconds.error().message);
   return *seconds;
 }
@@ -121,18 +133,55 @@ Mail decode_mail(const StrictReader& r, const YAML::Node& node) {
     if (key == "user") m.user = r.string(value, "mail.user");
     if (key == "type") m.type = r.string(value, "mail.type");
   }
-  if (m.user.empty()) r.reject(node, "mail", "\"mail.user\" is required");
   return m;
 }
 
+Activate decode_activate(const StrictReader& r, const YAML::Node& node) {
+  const auto entries = r.entries(node, "activate", job_activate_keys());
+  if (entries.size() != 1)
+    r.reject(node, "activate",
+             "\"activate\" takes one of {conda: NAME_OR_PATH}, {venv: PATH} or {source: FILE}");
+  const auto& [key, value] = entries.front();
+  Activate a;
+  a.kind = key == "conda"  ? Activate::Kind::conda
+           : key == "venv" ? Activate::Kind::venv
+                           : Activate::Kind::source;
+  a.value = r.string(value, "activate." + key);
+  if (a.value.empty()) r.reject(value, "activate." + key, "\"activate." + key + "\" is empty");
+  return a;
+}
+
+std::string decode_accelerate(const StrictReader& r, const YAML::Node& node) {
+  std::string config;
+  for (const auto& [key, value] : r.entries(node, "accelerate", job_accelerate_keys()))
+    if (key == "config_file") config = r.string(value, "accelerate.config_file");
+  return config;
+}
+
 Launcher decode_launcher(const StrictReader& r, const YAML::Node& node) {
-  const std::string name =
-      r.choice(node, "launcher", {"torchrun", "srun", "accelerate", "lightning", "fairseq"});
+  const std::string name = r.choice(
+      node, "launcher", {"torchrun", "srun", "accelerate", "lightning", "fairseq", "none"});
+  if (name == "none") return Launcher::none;
   if (name == "srun") return Launcher::srun;
   if (name == "accelerate") return Launcher::accelerate;
   if (name == "lightning") return Launcher::lightning;
   if (name == "fairseq") return Launcher::fairseq;
   return Launcher::torchrun;
+}
+
+// The keys about the software and the launch around the program.
+void decode_software(Job& job, const StrictReader& r, const std::string& key,
+                     const YAML::Node& value) {
+  if (key == "qos") job.qos = r.string(value, key);
+  if (key == "constraint") job.constraint = r.string(value, key);
+  if (key == "sbatch") job.sbatch = options::decode(r, value, key, options::Source::job_sbatch);
+  if (key == "srun") job.srun = options::decode(r, value, key, options::Source::job_srun);
+  if (key == "activate") job.activate = decode_activate(r, value);
+  if (key == "pre") job.pre = r.lines(value, key);
+  if (key == "post") job.post = r.lines(value, key);
+  if (key == "task_prefix") job.task_prefix = r.words(value, key);
+  if (key == "python") job.python = r.command(value, key);
+  if (key == "accelerate") job.accelerate_config = decode_accelerate(r, value);
 }
 
 void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
@@ -149,8 +198,8 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
       auto seconds = duration::parse(text);
       if (!seconds)
         r.reject(value, key,
-                 "\"time\": malformed time \"" + shell::comment_safe(text) +
-                     "\" (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
+                 "\"time\": malformed time " + ddp::text::quote(text) +
+                     " (expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
       job.time = *seconds;
       has_time = true;
     }
@@ -169,6 +218,7 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
     if (key == "error") job.error = r.string(value, key);
     if (key == "mail") job.mail = decode_mail(r, value);
     if (key == "preflight") job.preflight = r.boolean(value, key);
+    decode_software(job, r, key, value);
   }
   if (!has_time) throw Error{"\"time\" is required (e.g. time: \"02:00:00\")", job.at("time")};
   if (job.script.empty())
@@ -179,10 +229,11 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
 
 const std::vector<std::string>& job_keys() {
   static const std::vector<std::string> keys = {
-      "name",     "nodes",  "gpus_per_node", "procs_per_node", "time",
-      "launcher", "script", "args",          "account",        "partition",
-      "gpu_type", "env",    "modules",       "container",      "checkpoint",
-      "output",   "error",  "mail",          "preflight",      "watchdog"};
+      "name",      "nodes",     "gpus_per_node", "procs_per_node", "time",     "launcher",
+      "script",    "args",      "account",       "partition",      "gpu_type", "env",
+      "modules",   "container", "checkpoint",    "output",         "error",    "mail",
+      "preflight", "watchdog",  "qos",           "constraint",     "sbatch",   "srun",
+      "activate",  "pre",       "post",          "task_prefix",    "python",   "accelerate"};
   return keys;
 }
 

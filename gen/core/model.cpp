@@ -14,8 +14,16 @@ const char* launcher_name(Launcher launcher) {
       return "lightning";
     case Launcher::fairseq:
       return "fairseq";
+    case Launcher::none:
+      return "none";
   }
   return "torchrun";
+}
+
+const std::vector<std::string>& container_runtime_names() {
+  static const std::vector<std::string> names = {"apptainer", "singularity", "pyxis",
+                                                 "shifter",   "podman-hpc",  "edf"};
+  return names;
 }
 
 Location Job::at(const std::string& key) const {

@@ -19,15 +19,27 @@ using ddp::Result;
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
-enum class Launcher { torchrun, srun, accelerate, lightning, fairseq };
+enum class Launcher { torchrun, srun, accelerate, lightning, fairseq, none };
 
 // Returns the job-file spelling of launcher.
 const char* launcher_name(Launcher launcher);
 
+// The container runtimes a profile may offer and a job may name.
+const std::vector<std::string>& container_runtime_names();
+
 struct Container {
   std::string image;
-  std::string runtime;  // apptainer | singularity | pyxis; empty: the profile's default
+  std::string runtime;  // one of container_runtime_names(); empty: the profile's default
   std::vector<std::string> mounts;
+  std::string workdir;  // the tasks' working directory inside the container; empty: the runtime's
+};
+
+// The software a job activates in the batch shell before training: a conda environment (a name
+// or a path), a virtualenv directory, or a file to source.
+struct Activate {
+  enum class Kind { conda, venv, source };
+  Kind kind = Kind::conda;
+  std::string value;
 };
 
 struct Checkpoint {
@@ -51,7 +63,7 @@ struct Watchdog {
 };
 
 struct Mail {
-  std::string user;
+  std::string user;  // empty: Slurm's default, the submitting user
   std::string type = "END,FAIL";
 };
 
@@ -77,6 +89,16 @@ struct Job {
   std::string error;
   std::optional<Mail> mail;
   bool preflight = false;
+  std::string qos;
+  std::string constraint;
+  std::vector<std::string> sbatch;  // extra #SBATCH options, each "--option[=value]"
+  std::vector<std::string> srun;    // extra options of the training step's srun
+  std::optional<Activate> activate;
+  std::vector<std::string> pre;          // shell lines for the batch shell, before training
+  std::vector<std::string> post;         // shell lines after training, whatever its outcome
+  std::vector<std::string> task_prefix;  // words before the program in every task
+  std::vector<std::string> python;       // the interpreter and its options; empty: the profile's
+  std::string accelerate_config;         // accelerate launch --config_file
 
   std::string file;                       // the job file's name as given
   std::map<std::string, Location> where;  // key path -> where it was given
@@ -104,6 +126,7 @@ struct Partition {
   std::string constraint;
   std::optional<NodeSpec> node;  // default: the profile's node
   std::vector<std::string> sbatch;
+  bool site_chooses = false;  // no --partition line: the site picks it (by QOS, constraint)
 };
 
 struct Profile {
@@ -132,7 +155,12 @@ struct Profile {
   std::vector<std::string> container_modules;
   std::string
       local_scratch;  // where node-local disk is ("$LOCAL_SCRATCH, --gres=nvme:<GB>"), a comment
-  std::string python = "python3";
+  std::vector<std::string> python = {"python3"};  // the interpreter and its options
+  // Variables the site sets in every job ($SCRATCH, ...), which a job's values may reference.
+  std::vector<std::string> variables;
+  // Where each value came from, for "ddpgen profile show": key path ("sbatch", "env.NAME",
+  // "node.gpus") -> "FILE:LINE" of the value, or of each part of a list that grew by "add".
+  std::map<std::string, std::string> origin;
   long port_first = ddp::k_default_port_range.first;
   long port_last = ddp::k_default_port_range.last;
 };

@@ -3,6 +3,8 @@
 #include <kainjow/mustache.hpp>
 
 #include "gen/core/shell.hpp"
+#include "libddp/util/shell.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 namespace {
@@ -82,6 +84,7 @@ std::string drop_sentinel_lines(const std::string& text) {
   return out;
 }
 
+// Each word's raw part as is, its user part quoted: the only way user text reaches a command.
 mu::data words(const std::vector<Word>& list) {
   mu::data out{mu::data::type::list};
   bool first = true;
@@ -89,10 +92,9 @@ mu::data words(const std::vector<Word>& list) {
     mu::data item;
     item.set("sep", first ? "" : " ");
     item.set("raw", w.raw);
-    if (w.user)
-      item.set("user", *w.user);
-    else
-      item.set("user", false);
+    item.set("user", !w.user     ? std::string()
+                     : w.expands ? shell::quote_expanding(*w.user)
+                                 : ddp::shell::quote(*w.user));
     out.push_back(item);
     first = false;
   }
@@ -108,7 +110,7 @@ mu::data comment_lines(const std::vector<std::string>& texts) {
       auto nl = text.find('\n', start);
       std::string line = text.substr(start, nl == std::string::npos ? nl : nl - start);
       if (!line.empty() || nl != std::string::npos)
-        out.push_back(mu::data("line", shell::comment_safe(line)));
+        out.push_back(mu::data("line", ddp::text::printable(line)));
       if (nl == std::string::npos) break;
       start = nl + 1;
     }
@@ -124,9 +126,28 @@ mu::data env_list(const EnvList& env, bool allow_vars) {
     if (allow_vars)
       item.set("quoted", shell::quote_allowing_vars(value));
     else
-      item.set("value", value);
+      item.set("value", shell::quote_expanding(value));
     out.push_back(item);
   }
+  return out;
+}
+
+// The job's lines of code, as written.
+mu::data code_lines(const std::vector<std::string>& lines) {
+  mu::data out{mu::data::type::list};
+  for (const auto& line : lines) out.push_back(mu::data("line", line));
+  return out;
+}
+
+mu::data activate_data(const Plan& plan) {
+  if (!plan.activate) return mu::data(false);
+  const Activate& a = *plan.activate;
+  mu::data out;
+  out.set("conda", a.kind == Activate::Kind::conda);
+  out.set("venv", a.kind == Activate::Kind::venv);
+  out.set("source", a.kind == Activate::Kind::source);
+  out.set("value",
+          ddp::shell::quote(a.kind == Activate::Kind::venv ? a.value + "/bin/activate" : a.value));
   return out;
 }
 
@@ -149,6 +170,7 @@ mu::data requeue_data(const Plan& plan) {
   out.set("grace", std::to_string(r.grace));
   out.set("max_restarts", std::to_string(r.max_restarts));
   out.set("on_failure", r.on_failure);
+  out.set("notice", !r.to_processes);
   out.set("on_stall", plan.watchdog && plan.watchdog->requeue);
   return out;
 }
@@ -168,9 +190,9 @@ mu::data watchdog_data(const Plan& plan) {
 
 // The header, the directives and the environment: everything before the launch.
 void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
-  d.set("version", shell::comment_safe(in.version));
-  d.set("job_file", shell::comment_safe(in.job_file));
-  d.set("profile", shell::comment_safe(plan.profile_name));
+  d.set("version", ddp::text::printable(in.version));
+  d.set("job_file", ddp::text::printable(in.job_file));
+  d.set("profile", ddp::text::printable(plan.profile_name));
   d.set("description", comment_lines({plan.profile_description}));
   d.set("deprecated",
         comment_lines(plan.deprecated.empty() ? std::vector<std::string>{}
@@ -179,6 +201,7 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("has_notes", !plan.notes.empty());
   d.set("partition", plan.partition);
   d.set("partition_chosen", plan.partition_chosen);
+  d.set("site_chooses", plan.site_chooses);
   d.set("launcher", launcher_name(plan.launcher));
   d.set("nodes", std::to_string(plan.nodes));
   d.set("gpus_per_node", std::to_string(plan.gpus_per_node));
@@ -197,9 +220,16 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("job_env", env_list(plan.job_env, false));
   d.set("local_scratch",
         optional_object(!plan.local_scratch.empty(),
-                        mu::data("text", shell::comment_safe(plan.local_scratch))));
+                        mu::data("text", ddp::text::printable(plan.local_scratch))));
+  d.set("activate", activate_data(plan));
+  d.set("has_software", has_modules || plan.activate || !plan.site_env.empty() ||
+                            !plan.job_env.empty() || !plan.local_scratch.empty());
+  d.set("has_machinery",
+        !plan.checkpoint_dir.empty() || plan.requeue || (!plan.plugin && !plan.batch_launch));
+  d.set("has_pre", !plan.pre.empty());
+  d.set("pre", code_lines(plan.pre));
   mu::data checkpoint;
-  checkpoint.set("dir", plan.checkpoint_dir);
+  checkpoint.set("dir", shell::quote_expanding(plan.checkpoint_dir));
   d.set("checkpoint", optional_object(!plan.checkpoint_dir.empty(), checkpoint));
   d.set("requeue", requeue_data(plan));
   d.set("watchdog", watchdog_data(plan));
@@ -209,9 +239,11 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
 void set_launch(mu::data& d, const Plan& plan) {
   d.set("preflight", plan.preflight);
   d.set("preflight_srun", words(plan.preflight_words));
-  d.set("plugin_tasks", plan.plugin && !plan.torchrun_mode);
-  d.set("plugin_torchrun", plan.plugin && plan.torchrun_mode);
-  d.set("setup", !plan.plugin);
+  const bool step = !plan.batch_launch;  // a training step (srun), not the batch shell
+  d.set("plugin_tasks", step && plan.plugin && !plan.torchrun_mode);
+  d.set("plugin_torchrun", step && plan.plugin && plan.torchrun_mode);
+  d.set("setup", !plan.plugin && (step || plan.preflight));
+  d.set("setup_step", !plan.plugin && step);
   d.set("tasks_mode", !plan.torchrun_mode);
   d.set("torchrun_mode", plan.torchrun_mode);
   d.set("port_first", std::to_string(plan.port_first));
@@ -220,17 +252,56 @@ void set_launch(mu::data& d, const Plan& plan) {
   d.set("has_container", !plan.container_words.empty());
   d.set("container", words(plan.container_words));
   d.set("command", words(plan.command_words));
+  d.set("has_prefix", !plan.prefix_words.empty());
+  d.set("prefix", words(plan.prefix_words));
   // The wrapper's code is single-quoted in the script; it is ddpgen's own text and never
-  // contains a quote (checked in render()).
+  // contains a quote (checked in render()). Without the plugin, the task setup runs first,
+  // with its parameters before the command.
+  const std::string setup_args = std::string(plan.torchrun_mode ? "torchrun " : "tasks ") +
+                                 std::to_string(plan.procs_per_node) + " " +
+                                 std::to_string(plan.port_first) + " " +
+                                 std::to_string(plan.port_size);
+  d.set("setup_args", setup_args);
   mu::data wrapper;
-  wrapper.set("code", std::string(plan.plugin ? "" : "\"$ddpgen_task_setup\"") + "'" +
-                          plan.wrapper_exec + "'");
+  wrapper.set("code", (plan.plugin ? "'" : "\"$ddpgen_task_setup\"'") + plan.wrapper_exec + "'");
+  std::vector<Word> args;
+  if (!plan.plugin) args.push_back({setup_args, {}});
+  args.insert(args.end(), plan.wrapper_args.begin(), plan.wrapper_args.end());
+  wrapper.set("args", words(args));
   d.set("wrapper", optional_object(plan.wrapped, wrapper));
   d.set("accelerate", plan.launcher == Launcher::accelerate);
+  d.set("batch_launch", plan.batch_launch);
+  // Continuation lines are indented under srun; launcher none's command starts the line.
+  d.set("prefix_indent", step ? "  " : "");
+  d.set("command_indent", step || !plan.prefix_words.empty() ? "  " : "");
+  // How the training command ends: in the background for the requeue trap, its status kept for
+  // the post: lines, or as the script's last command.
+  const bool post = !plan.post.empty();
+  const auto& r = plan.requeue;
+  const bool background = r && !r->to_processes;
+  const bool status =
+      post || background || (r && (r->on_failure || (plan.watchdog && plan.watchdog->requeue)));
+  d.set("launch_end", background ? " &" : status ? " || ddpgen_status=$?" : "");
+  d.set("has_pre_status", status && !background);
+  d.set("has_post", post);
+  d.set("post", code_lines(plan.post));
+  d.set("has_status", status);
+}
+
+// The task setup file without its leading comment lines ("#!/bin/bash" and what the script's
+// own comment says): the code every task receives as an argument.
+std::string task_setup_code(const std::string& text) {
+  std::size_t start = 0;
+  while (start < text.size() && text[start] == '#') {
+    const auto nl = text.find('\n', start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  return "\n" + text.substr(start);
 }
 
 mu::data build(const Plan& plan, const RenderInput& in) {
   mu::data d;
+  d.set("task_setup", task_setup_code(in.task_setup_text));
   set_preamble(d, plan, in);
   set_launch(d, plan);
   return d;
@@ -242,9 +313,12 @@ Result<std::string> render(const Plan& plan, const RenderInput& input) {
   const Location where{input.template_name, 0, 0};
   if (plan.wrapper_exec.find('\'') != std::string::npos)
     return ddp::fail(where, "internal error: wrapper code contains a quote");
+  if (input.task_setup_text.find('\'') != std::string::npos)
+    return ddp::fail({input.task_setup_name, 0, 0},
+                     "contains a single quote, but it is written between single quotes");
   mu::mustache tmpl{mark_standalone_tags(input.template_text)};
   if (!tmpl.is_valid()) return ddp::fail(where, "template error: " + tmpl.error_message());
-  tmpl.set_custom_escape([](const std::string& s) { return shell::quote(s); });
+  tmpl.set_custom_escape([](const std::string& s) { return ddp::shell::quote(s); });
   const mu::data data = build(plan, input);
   StrictContext context(&data);
   std::string out = drop_sentinel_lines(tmpl.render(context));

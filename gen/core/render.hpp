@@ -13,6 +13,8 @@ struct RenderInput {
   std::string job_file;       // as the user named it, for the header
   std::string template_name;  // for error messages
   std::string template_text;
+  std::string task_setup_name;  // templates/task-setup.sh: the per-task code without the plugin
+  std::string task_setup_text;
 };
 
 // Renders plan. {{name}} shell-quotes the value; {{{name}}} writes it as is and is used only

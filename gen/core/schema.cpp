@@ -5,6 +5,7 @@
 
 #include "gen/core/job.hpp"
 #include "gen/core/profile.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 namespace {
@@ -14,6 +15,16 @@ namespace {
 const std::string k_scalar = R"({"type": ["string", "number", "boolean"]})";
 const std::string k_boolean = R"({"enum": [true, false, "true", "false"]})";
 const std::string k_strings = R"({"type": ["array", "null"], "items": )" + k_scalar + "}";
+// A profile's list over its base's: the list itself, or {add: list} or {replace: list}.
+std::string merge_list(const std::string& list) {
+  return R"({"anyOf": [)" + list +
+         R"(, {"type": "object", "additionalProperties": false, "minProperties": 1, )"
+         R"("maxProperties": 1, "properties": {"add": )" +
+         list + R"(, "replace": )" + list + "}}]}";
+}
+// StrictReader::lines() and words(): one string, or a list of them.
+const std::string k_string_or_list =
+    R"({"type": ["string", "array", "null"], "items": )" + k_scalar + "}";
 const std::string k_env =
     R"({"type": ["object", "null"], "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}, )"
     R"("additionalProperties": )" +
@@ -37,8 +48,16 @@ std::string choice(std::initializer_list<std::string_view> values) {
   return out + "]}";
 }
 
+// The runtimes a container may name (model.hpp's list).
+std::string runtimes() {
+  std::string out = R"({"enum": [)";
+  for (const auto& r : container_runtime_names())
+    out += (out.back() == '[' ? "\"" : ", \"") + r + "\"";
+  return out + "]}";
+}
+
 std::string quoted(const std::string& text) {
-  return "\"" + text + "\"";
+  return "\"" + text + "\"";  // JSON: the keys are plain names
 }
 
 // A table: "section.key" -> fragment. A section is a mapping the reader decodes with one of
@@ -52,7 +71,7 @@ const Types& job_types() {
       {"job.gpus_per_node", integer(0, 1024)},
       {"job.procs_per_node", integer(1, 1024)},
       {"job.time", k_time},
-      {"job.launcher", choice({"torchrun", "srun", "accelerate", "lightning", "fairseq"})},
+      {"job.launcher", choice({"torchrun", "srun", "accelerate", "lightning", "fairseq", "none"})},
       {"job.script", k_scalar},
       {"job.args", k_strings},
       {"job.account", k_scalar},
@@ -67,9 +86,24 @@ const Types& job_types() {
       {"job.mail", "@mail"},
       {"job.preflight", k_boolean},
       {"job.watchdog", "@watchdog"},
+      {"job.qos", k_scalar},
+      {"job.constraint", k_scalar},
+      {"job.sbatch", k_strings},
+      {"job.srun", k_strings},
+      {"job.activate", "@activate"},
+      {"job.pre", k_string_or_list},
+      {"job.post", k_string_or_list},
+      {"job.task_prefix", k_string_or_list},
+      {"job.python", k_string_or_list},
+      {"job.accelerate", "@accelerate"},
+      {"activate.conda", k_scalar},
+      {"activate.venv", k_scalar},
+      {"activate.source", k_scalar},
+      {"accelerate.config_file", k_scalar},
       {"container.image", k_scalar},
-      {"container.runtime", choice({"apptainer", "singularity", "pyxis"})},
+      {"container.runtime", runtimes()},
       {"container.mounts", k_strings},
+      {"container.workdir", k_scalar},
       {"checkpoint.dir", k_scalar},
       {"checkpoint.requeue", k_boolean},
       {"checkpoint.signal", choice({"USR1", "USR2", "TERM", "INT", "HUP", "URG"})},
@@ -93,24 +127,25 @@ const Types& profile_types() {
       {"profile.description", k_scalar},
       {"profile.deprecated", k_scalar},
       {"profile.abstract", k_boolean},
-      {"profile.notes", k_strings},
-      {"profile.sources", k_strings},
+      {"profile.notes", merge_list(k_strings)},
+      {"profile.sources", merge_list(k_strings)},
       {"profile.ddp_plugin", k_boolean},
       {"profile.account", "@account"},
       {"profile.gpu_request", choice({"gres", "gpus-per-node"})},
       {"profile.gpu_vendor", choice({"nvidia", "amd"})},
       {"profile.node", "@node"},
-      {"profile.partitions", "@partition[]"},
+      {"profile.partitions", "@partition[]+"},
       {"profile.cpus_per_gpu", integer(0, 1024)},
       {"profile.mem_per_gpu_gb", integer(0, 100000)},
-      {"profile.sbatch", k_strings},
+      {"profile.sbatch", merge_list(k_strings)},
       {"profile.module_purge", k_boolean},
-      {"profile.module_use", k_strings},
-      {"profile.modules", k_strings},
+      {"profile.module_use", merge_list(k_strings)},
+      {"profile.modules", merge_list(k_strings)},
       {"profile.env", k_env},
       {"profile.container", "@container"},
       {"profile.local_scratch", k_scalar},
-      {"profile.python", k_scalar},
+      {"profile.python", k_string_or_list},
+      {"profile.variables", merge_list(k_strings)},
       {"profile.port_range", R"({"type": "string", "pattern": "^[0-9]+-[0-9]+$"})"},
       {"account.required", k_boolean},
       {"account.hint", k_scalar},
@@ -130,10 +165,11 @@ const Types& profile_types() {
       {"partition.constraint", k_scalar},
       {"partition.node", "@node"},
       {"partition.sbatch", k_strings},
-      {"container.runtimes", R"({"type": ["array", "null"], "items": )" +
-                                 choice({"apptainer", "singularity", "pyxis"}) + "}"},
-      {"container.binds", k_strings},
-      {"container.modules", k_strings},
+      {"partition.site_chooses", k_boolean},
+      {"container.runtimes",
+       merge_list(R"({"type": ["array", "null"], "items": )" + runtimes() + "}")},
+      {"container.binds", merge_list(k_strings)},
+      {"container.modules", merge_list(k_strings)},
   };
   return types;
 }
@@ -150,7 +186,9 @@ const Sections& job_sections() {
       {"job", {job_keys(), {"time", "script"}}},
       {"container", {job_container_keys(), {"image"}}},
       {"checkpoint", {job_checkpoint_keys(), {"dir"}}},
-      {"mail", {job_mail_keys(), {"user"}}},
+      {"mail", {job_mail_keys(), {}}},
+      {"activate", {job_activate_keys(), {}}},
+      {"accelerate", {job_accelerate_keys(), {}}},
       {"watchdog", {job_watchdog_keys(), {"timeout"}}},
   };
   return sections;
@@ -187,7 +225,7 @@ struct Builder {
       const std::string path = name + "." + key;
       auto it = types.find(path);
       if (it == types.end())
-        throw Error{"key \"" + path + "\" has no JSON type in gen/core/schema.cpp",
+        throw Error{"key " + ddp::text::quote(path) + " has no JSON type in gen/core/schema.cpp",
                     {"schema", 0, 0}};
       used.insert(path);
       out += (key == section.keys.front() ? "\n" : ",\n") + indent + "    " + quoted(key) + ": " +
@@ -198,6 +236,8 @@ struct Builder {
 
   std::string value(const std::string& fragment, const std::string& indent) {
     if (!fragment.starts_with("@")) return fragment;
+    if (fragment.ends_with("[]+"))  // a list a profile may add to or replace (merge_list)
+      return merge_list(value(fragment.substr(0, fragment.size() - 1), indent));
     if (fragment.ends_with("[]"))
       return R"({"type": "array", "minItems": 1, "items": )" +
              object(fragment.substr(1, fragment.size() - 3), indent) + "}";
@@ -224,9 +264,9 @@ Result<std::string> json_schema(SchemaKind kind) {
     body = b.object(job ? "job" : "profile", "  ");
     for (const auto& [path, fragment] : b.types)
       if (!b.used.contains(path))
-        throw Error{
-            "gen/core/schema.cpp types \"" + path + "\", which the reader's key tables do not have",
-            {"schema", 0, 0}};
+        throw Error{"gen/core/schema.cpp types " + ddp::text::quote(path) +
+                        ", which the reader's key tables do not have",
+                    {"schema", 0, 0}};
   } catch (const Error& error) {
     return std::unexpected(error);
   }

@@ -1,6 +1,7 @@
 #include "gen/core/shell.hpp"
 
-#include <cstdio>
+#include "libddp/util/shell.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen::shell {
 namespace {
@@ -9,23 +10,7 @@ bool is_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-bool is_bare_safe(char c) {
-  switch (c) {
-    case '_':
-    case '-':
-    case '.':
-    case '/':
-    case ':':
-    case '=':
-    case ',':
-    case '+':
-    case '@':
-    case '%':
-      return true;
-    default:
-      return is_alnum(c);
-  }
-}
+using ddp::shell::is_bare_safe;
 
 // Characters sbatch takes literally in an "#SBATCH --opt=value" line.
 // '&' and '|' appear in constraints ("v100&gpu_ai"); sbatch, not bash, reads these lines.
@@ -53,13 +38,10 @@ std::size_t reference_end(std::string_view text, std::size_t at) {
   return text.substr(end, 1) == "}" ? end + 1 : at;
 }
 
+// One character of a value for a message, as text::printable shows it.
 std::string shown(char c) {
-  const auto u = static_cast<unsigned char>(c);
   if (c == '\'') return "a quote (')";
-  if (u > 0x20 && u < 0x7f) return std::string("'") + c + "'";
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02x", u);
-  return hex;
+  return "'" + ddp::text::printable(std::string_view(&c, 1)) + "'";
 }
 
 // ${NAME:+TEXT} at text[at]: where it ends (after its '}'), and what makes it unsafe. Inside,
@@ -94,20 +76,25 @@ std::optional<Alternate> alternate_at(std::string_view text, std::size_t at) {
 
 }  // namespace
 
-std::string quote(std::string_view text) {
-  bool bare = !text.empty();
-  for (char c : text) bare = bare && is_bare_safe(c);
-  // A leading '=' or '%' is harmless in bash; '-' is left to the callers that check options.
-  if (bare) return std::string(text);
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'')
-      out += "'\\''";
-    else
+std::string quote_expanding(std::string_view text) {
+  bool has_reference = false;
+  for (std::size_t i = 0; i < text.size() && !has_reference; ++i)
+    has_reference = text.substr(i, 2) == "${" && reference_end(text, i) > i;
+  if (!has_reference) return ddp::shell::quote(text);
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (const std::size_t end = text.substr(i, 2) == "${" ? reference_end(text, i) : i; end > i) {
+      out.append(text.substr(i, end - i));
+      i = end - 1;
+    } else if (c == '$' || c == '`' || c == '"' || c == '\\') {
+      out += '\\';
       out += c;
+    } else {
+      out += c;
+    }
   }
-  out += '\'';
-  return out;
+  return out + '"';
 }
 
 std::string quote_allowing_vars(std::string_view text) {
@@ -162,24 +149,10 @@ std::optional<std::string> sbatch_value_problem(std::string_view text) {
     if (c == '\n') return "contains a newline, which would end the #SBATCH line";
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "contains a control character";
     if (!is_sbatch_safe(c))
-      return std::string("contains '") + c +
-             "' (allowed: letters, digits and _ - . / : = , + @ % ~ [ ] & |)";
+      return "contains " + shown(c) +
+             " (allowed: letters, digits and _ - . / : = , + @ % ~ [ ] & |)";
   }
   return std::nullopt;
-}
-
-bool is_env_name(std::string_view text) {
-  if (text.empty() || !is_name_start(text[0])) return false;
-  for (char c : text)
-    if (!is_alnum(c) && c != '_') return false;
-  return true;
-}
-
-std::string comment_safe(std::string_view text) {
-  std::string out(text);
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return out;
 }
 
 }  // namespace ddpgen::shell

@@ -1,4 +1,6 @@
-// Shell and #SBATCH safety: quoting for bash, and checks for text that cannot be made safe.
+// ddpgen's shell and #SBATCH rules on top of the one quoter (libddp/util/shell.hpp): words
+// with run-time references, site values that may expand, and checks for text that cannot be
+// made safe.
 #pragma once
 
 #include <optional>
@@ -7,9 +9,9 @@
 
 namespace ddpgen::shell {
 
-// Returns text as one bash word that expands to exactly text: single quotes, with each ' written
-// as '\''. Words made only of safe characters (letters, digits, and _-./:=,+@%) stay bare.
-std::string quote(std::string_view text);
+// Returns text as one bash word in which only its ${NAME} references expand (refs::names());
+// every other byte arrives as written. Without a reference it is quote(text).
+std::string quote_expanding(std::string_view text);
 
 // Returns text as a double-quoted bash word in which only $NAME, ${NAME} and ${NAME:+TEXT}
 // expand; every other $, `, " and \ is escaped. For site-profile values such as
@@ -25,11 +27,5 @@ std::optional<std::string> site_value_problem(std::string_view text);
 // Returns why text cannot be an #SBATCH value (sbatch reads these lines itself, with its own
 // quoting rules, so only a plain token is accepted), or nothing when it is safe.
 std::optional<std::string> sbatch_value_problem(std::string_view text);
-
-// True for a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.
-bool is_env_name(std::string_view text);
-
-// Returns text with control characters replaced by '?', for use inside a # comment line.
-std::string comment_safe(std::string_view text);
 
 }  // namespace ddpgen::shell

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "gen/core/shell.hpp"
+#include "libddp/util/rules.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddpgen {
@@ -23,7 +24,7 @@ std::string kind_name(const YAML::Node& node) {
     case YAML::NodeType::Null:
       return "nothing";
     default:
-      return "\"" + node.Scalar() + "\"";
+      return ddp::text::quote(node.Scalar());
   }
 }
 
@@ -50,7 +51,7 @@ void StrictReader::reject(const YAML::Node& node, const std::string& path,
 std::vector<std::pair<std::string, YAML::Node>> StrictReader::entries(
     const YAML::Node& node, const std::string& path,
     const std::vector<std::string>& allowed) const {
-  const std::string what = path.empty() ? "the document" : "\"" + path + "\"";
+  const std::string what = path.empty() ? "the document" : ddp::text::quote(path);
   if (!node.IsMap())
     reject(node, path, what + " must be a mapping of keys, got " + kind_name(node));
   std::vector<std::pair<std::string, YAML::Node>> out;
@@ -60,12 +61,14 @@ std::vector<std::pair<std::string, YAML::Node>> StrictReader::entries(
     const std::string key = item.first.Scalar();
     const std::string full = join_path(path, key);
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string message = "unknown key \"" + shell::comment_safe(full) + "\"";
+      std::string message = "unknown key " + ddp::text::quote(full);
       std::string close = ddp::text::did_you_mean(key, allowed);
-      if (!close.empty()) message += " (did you mean \"" + join_path(path, close) + "\"?)";
+      if (!close.empty())
+        message += " (did you mean " + ddp::text::quote(join_path(path, close)) + "?)";
       reject(item.first, full, message);
     }
-    if (!seen.insert(key).second) reject(item.first, full, "duplicate key \"" + full + "\"");
+    if (!seen.insert(key).second)
+      reject(item.first, full, "duplicate key " + ddp::text::quote(full));
     out.emplace_back(key, item.second);
   }
   return out;
@@ -73,7 +76,7 @@ std::vector<std::pair<std::string, YAML::Node>> StrictReader::entries(
 
 std::string StrictReader::string(const YAML::Node& node, const std::string& path) const {
   if (!node.IsScalar())
-    reject(node, path, "\"" + path + "\" must be a single value, got " + kind_name(node));
+    reject(node, path, ddp::text::quote(path) + " must be a single value, got " + kind_name(node));
   const std::string& value = node.Scalar();
   // Tabs and newlines are fine in quoted words; other control characters are refused: they
   // cannot be passed through every layer (bash, sbatch, logs) unchanged.
@@ -82,7 +85,7 @@ std::string StrictReader::string(const YAML::Node& node, const std::string& path
     if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02x", u);
-      reject(node, path, "\"" + path + "\" contains a control character (" + hex + ")");
+      reject(node, path, ddp::text::quote(path) + " contains a control character (" + hex + ")");
     }
   }
   return value;
@@ -96,8 +99,8 @@ long StrictReader::integer(const YAML::Node& node, const std::string& path, long
   const long value = number ? static_cast<long>(*number) : 0;
   if (!number || value < min || value > max)
     reject(node, path,
-           "\"" + path + "\" must be an integer from " + std::to_string(min) + " to " +
-               std::to_string(max) + ", got \"" + shell::comment_safe(text) + "\"");
+           ddp::text::quote(path) + " must be an integer from " + std::to_string(min) + " to " +
+               std::to_string(max) + ", got " + ddp::text::quote(text));
   return value;
 }
 
@@ -106,14 +109,14 @@ bool StrictReader::boolean(const YAML::Node& node, const std::string& path) cons
   if (text == "true") return true;
   if (text == "false") return false;
   reject(node, path,
-         "\"" + path + "\" must be true or false, got \"" + shell::comment_safe(text) + "\"");
+         ddp::text::quote(path) + " must be true or false, got " + ddp::text::quote(text));
 }
 
 std::vector<std::string> StrictReader::strings(const YAML::Node& node,
                                                const std::string& path) const {
   if (node.IsNull()) return {};
   if (!node.IsSequence())
-    reject(node, path, "\"" + path + "\" must be a list, got " + kind_name(node));
+    reject(node, path, ddp::text::quote(path) + " must be a list, got " + kind_name(node));
   std::vector<std::string> out;
   for (std::size_t i = 0; i < node.size(); ++i)
     out.push_back(string(node[i], path + "[" + std::to_string(i) + "]"));
@@ -124,16 +127,18 @@ std::vector<std::pair<std::string, std::string>> StrictReader::env_map(
     const YAML::Node& node, const std::string& path) const {
   if (node.IsNull()) return {};
   if (!node.IsMap())
-    reject(node, path, "\"" + path + "\" must be a mapping of NAME: value, got " + kind_name(node));
+    reject(node, path,
+           ddp::text::quote(path) + " must be a mapping of NAME: value, got " + kind_name(node));
   std::vector<std::pair<std::string, std::string>> out;
   std::set<std::string> seen;
   for (const auto& item : node) {
     const std::string key = item.first.IsScalar() ? item.first.Scalar() : "";
-    if (!shell::is_env_name(key))
+    if (!ddp::is_env_name(key))
       reject(item.first, path,
-             "\"" + path + "\": \"" + shell::comment_safe(key) +
-                 "\" is not a variable name (expected [A-Za-z_][A-Za-z0-9_]*)");
-    if (!seen.insert(key).second) reject(item.first, path, "duplicate variable \"" + key + "\"");
+             ddp::text::quote(path) + ": " + ddp::text::quote(key) +
+                 " is not a variable name (expected [A-Za-z_][A-Za-z0-9_]*)");
+    if (!seen.insert(key).second)
+      reject(item.first, path, "duplicate variable " + ddp::text::quote(key));
     out.emplace_back(key, string(item.second, path + "." + key));
   }
   return out;
@@ -148,8 +153,47 @@ std::string StrictReader::choice(const YAML::Node& node, const std::string& path
     valid += (valid.empty() ? "" : ", ") + std::string(c);
   }
   reject(node, path,
-         "\"" + path + "\": unknown value \"" + shell::comment_safe(text) + "\" (valid: " + valid +
-             ")");
+         ddp::text::quote(path) + ": unknown value " + ddp::text::quote(text) +
+             " (valid: " + valid + ")");
+}
+
+std::string StrictReader::choice(const YAML::Node& node, const std::string& path,
+                                 const std::vector<std::string>& choices) const {
+  const std::string text = string(node, path);
+  if (std::find(choices.begin(), choices.end(), text) != choices.end()) return text;
+  reject(node, path,
+         ddp::text::quote(path) + ": unknown value " + ddp::text::quote(text) +
+             " (valid: " + ddp::text::join(choices, ", ") + ")");
+}
+
+std::vector<std::string> StrictReader::lines(const YAML::Node& node,
+                                             const std::string& path) const {
+  // A "|" block ends with a newline, which the script's own line end already gives.
+  auto out = node.IsScalar() ? std::vector<std::string>{string(node, path)} : strings(node, path);
+  for (auto& line : out)
+    while (line.ends_with('\n')) line.pop_back();
+  return out;
+}
+
+std::vector<std::string> StrictReader::words(const YAML::Node& node,
+                                             const std::string& path) const {
+  if (!node.IsScalar()) return strings(node, path);
+  std::vector<std::string> out;
+  const std::string text = string(node, path);  // split() returns views into it
+  for (auto word : ddp::text::split(text, ' '))
+    if (!word.empty()) out.emplace_back(word);
+  return out;
+}
+
+std::vector<std::string> StrictReader::command(const YAML::Node& node,
+                                               const std::string& path) const {
+  auto out = words(node, path);
+  if (out.empty() || out.front().empty() || out.front().starts_with("-"))
+    reject(node, path,
+           ddp::text::quote(path) +
+               " must name a program first (e.g. python3 or \"python3 -u\"), not be " +
+               "empty or start with '-'");
+  return out;
 }
 
 Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
@@ -159,7 +203,7 @@ Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file) 
     Location where{file, 1, 1};
     if (!e.mark.is_null()) where = {file, e.mark.line + 1, e.mark.column + 1};
     // yaml-cpp quotes the offending character raw; a control character must not reach a terminal.
-    return ddp::fail(where, "YAML syntax error: " + shell::comment_safe(e.msg));
+    return ddp::fail(where, "YAML syntax error: " + ddp::text::printable(e.msg));
   }
 }
 

@@ -55,6 +55,14 @@ class StrictReader {
   // A scalar that must be one of choices.
   std::string choice(const YAML::Node& node, const std::string& path,
                      std::initializer_list<std::string_view> choices) const;
+  std::string choice(const YAML::Node& node, const std::string& path,
+                     const std::vector<std::string>& choices) const;
+  // Shell lines: one string (a "|" block holds several) or a list of strings, one per line.
+  std::vector<std::string> lines(const YAML::Node& node, const std::string& path) const;
+  // Words: a list, or one string split at spaces ("python3 -u" is two words).
+  std::vector<std::string> words(const YAML::Node& node, const std::string& path) const;
+  // A command's words (as words()): at least one, the first not starting with '-'.
+  std::vector<std::string> command(const YAML::Node& node, const std::string& path) const;
 
   const std::string& file() const { return file_; }
 

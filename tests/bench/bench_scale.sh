@@ -119,7 +119,7 @@ noplugin() {
   rm -rf "$dir" && mkdir -p "$dir"
   second=$(printf 'node%0*d' "$(( ${#n} < 2 ? 2 : ${#n} ))" 2)
   # The local profile, without the plugin and with a partition as large as the cluster.
-  printf 'extends: %s\nddp_plugin: false\npartitions:\n  - name: debug\n    max_nodes: %d\n    max_time: "1:00:00"\n' \
+  printf 'extends: %s\nddp_plugin: false\npartitions:\n  replace:\n    - name: debug\n      max_nodes: %d\n      max_time: "1:00:00"\n' \
     "$root/site-profiles/local.yaml" "$n" >"$dir/noplugin.yaml"
   printf 'import os, socket\nprint("task", os.environ["RANK"], socket.gethostname(), os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], os.environ["SLURM_JOB_NODELIST"], flush=True)\n' >"$dir/probe.py"
   printf 'name: probe\nnodes: %d\nprocs_per_node: 1\ntime: "00:05:00"\nlauncher: srun\nscript: %s\noutput: %s\n' \

@@ -21,8 +21,23 @@ k_check=$k_corpus/ddp_env_check.py
 k_job_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # The cases whose job file ddpgen renders (doc/corpus.md lists those it cannot express yet).
 k_cases=(
-  csc-puhti-torchrun
+  accelerate-multinode-fsdp
+  chatglm-deepspeed-mpirun
   csc-puhti-accelerate
+  csc-puhti-torchrun
+  cscs-alps-nanotron-environment
+  gpt-neox-deepy-hostfile
+  lightning-docs-slurm
+  lumi-ddp-srun-singularity
+  lumi-deepspeed-torchrun-singularity
+  megatron-sc21-pyxis
+  mlengineering-lightning-launcher
+  mlengineering-torchrun-launcher
+  nersc-perlmutter-shifter-srun
+  princeton-ddp-srun-conda
+  princeton-lightning-reservation
+  sigma2-olivia-torchrun-modules
+  torchtitan-multinode
 )
 
 setup_file() {
@@ -102,7 +117,8 @@ cpus_per_gpu: 0
 mem_per_gpu_gb: 0
 account: {required: false}
 partitions:
-  - {name: debug, max_nodes: 3, max_time: "3-00:00:00"$site_chooses}
+  replace:
+    - {name: debug, max_nodes: 3, max_time: "3-00:00:00"$site_chooses}
 EOF
 }
 
@@ -135,7 +151,11 @@ submit_case() {
         >"$work/$name.failed" 2>&1; then
     return 0
   fi
-  if id=$(cd "$work" && cl env PATH="$(job_path "$name")" sbatch --parsable "$name.sbatch" 2>>"$work/$name.failed"); then
+  # PET_REDIRECTS/PET_TEE: Debian 12's torchrun dies at start without them (site-profiles/local.yaml
+  # says why); the jobs that start torch.distributed.run as python's module miss the stub torchrun
+  # that sets them.
+  if id=$(cd "$work" && cl env PATH="$(job_path "$name")" PET_REDIRECTS=1 PET_TEE=1 \
+            sbatch --parsable "$name.sbatch" 2>>"$work/$name.failed"); then
     echo "$id" >"$work/$name.id"
     rm -f "$work/$name.failed"
   fi
@@ -156,5 +176,20 @@ check_case() {
   [ "$(grep -oE '^corpus-check rank [0-3] of 4 ok$' <<<"$log" | sort -u | wc -l)" -eq 4 ]
 }
 
-@test "corpus: csc-puhti-torchrun" { check_case csc-puhti-torchrun; }
+@test "corpus: accelerate-multinode-fsdp" { check_case accelerate-multinode-fsdp; }
+@test "corpus: chatglm-deepspeed-mpirun" { check_case chatglm-deepspeed-mpirun; }
 @test "corpus: csc-puhti-accelerate" { check_case csc-puhti-accelerate; }
+@test "corpus: csc-puhti-torchrun" { check_case csc-puhti-torchrun; }
+@test "corpus: cscs-alps-nanotron-environment" { check_case cscs-alps-nanotron-environment; }
+@test "corpus: gpt-neox-deepy-hostfile" { check_case gpt-neox-deepy-hostfile; }
+@test "corpus: lightning-docs-slurm" { check_case lightning-docs-slurm; }
+@test "corpus: lumi-ddp-srun-singularity" { check_case lumi-ddp-srun-singularity; }
+@test "corpus: lumi-deepspeed-torchrun-singularity" { check_case lumi-deepspeed-torchrun-singularity; }
+@test "corpus: megatron-sc21-pyxis" { check_case megatron-sc21-pyxis; }
+@test "corpus: mlengineering-lightning-launcher" { check_case mlengineering-lightning-launcher; }
+@test "corpus: mlengineering-torchrun-launcher" { check_case mlengineering-torchrun-launcher; }
+@test "corpus: nersc-perlmutter-shifter-srun" { check_case nersc-perlmutter-shifter-srun; }
+@test "corpus: princeton-ddp-srun-conda" { check_case princeton-ddp-srun-conda; }
+@test "corpus: princeton-lightning-reservation" { check_case princeton-lightning-reservation; }
+@test "corpus: sigma2-olivia-torchrun-modules" { check_case sigma2-olivia-torchrun-modules; }
+@test "corpus: torchtitan-multinode" { check_case torchtitan-multinode; }

@@ -344,3 +344,46 @@ EOF
   [ "$(grep -oE '^epoch [0-9]+/4' <<<"$output" | tr '\n' ' ')" = "epoch 3/4 epoch 4/4 " ]
   [ "$(tail -n 2 <<<"$output" | tr '\n' ' ')" = "losses same weights same " ]
 }
+
+@test "launcher none with env, pre and post: one program with head, port, hostfile; post sees its status" {
+  need_all
+  # The program stands in for a launcher that starts its own workers (DeepSpeed's, mpirun): it
+  # prints what the script exported for it and fails with 3, which post: must see and the job
+  # must end with. ${SLURM_JOB_ID} in args expands when the job runs; $MASTER_ADDR inside the
+  # bash -c text is the program's own business and arrives literally.
+  cat >"$work/none.yaml" <<'YAML'
+name: none-e2e
+nodes: 3
+procs_per_node: 2
+time: "00:05:00"
+launcher: none
+script: /bin/bash
+args:
+  - -c
+  - 'echo "run $1 addr=$MASTER_ADDR port=$MASTER_PORT hosts=$DDP_HOSTS world=$WORLD_SIZE"; cat "$DDP_HOSTFILE"; exit 3'
+  - none
+  - "${SLURM_JOB_ID}"
+env:
+  MY_HOSTFILE: "${DDP_HOSTFILE}"
+pre: 'echo "pre: job $SLURM_JOB_ID hostfile $MY_HOSTFILE $(wc -l < "$MY_HOSTFILE")"'
+post: |
+  echo "post: status $DDP_TRAIN_STATUS"
+YAML
+  "$DDPGEN" --profile local "$work/none.yaml" -o "$work/job.slurm" --set "output=$work/job-%j.out"
+  local id state
+  id=$(submit)
+  state=$(wait_job_end "$id" 120)
+  cat "$work/job-$id.out" >&2
+  [ "$state" = FAILED ]
+  cl scontrol show job -o "$id" | grep -q 'ExitCode=3:0'
+  # An env value may name the hostfile: the script writes it before the env and pre: lines,
+  # and removes it when the job ends.
+  local hostfile
+  hostfile=$(sed -n "s/^pre: job $id hostfile \(.*\) 3\$/\1/p" "$work/job-$id.out")
+  [[ $hostfile == */ddpgen-hostfile.$id ]]
+  [ ! -e "$hostfile" ]
+  grep -Eqx "run $id addr=node01 port=(2[0-9]{4}|30[0-9]{3}) hosts=node01,node02,node03 world=6" \
+    "$work/job-$id.out"
+  [ "$(grep -c -E '^node0[1-3] slots=2$' "$work/job-$id.out")" -eq 3 ]
+  grep -qx "post: status 3" "$work/job-$id.out"
+}

@@ -98,7 +98,7 @@ live() {
   [ "$status" -eq 1 ]
   [[ $output == *'conflict: partitions[0] (gpu): no such partition on this cluster (have: debug)'* ]]
   [[ $output == *'conflict: partitions[1] (gputest): no such partition on this cluster (have: debug)'* ]]
-  printf 'extends: %s\nddp_plugin: false\npartitions: [{name: debug, max_nodes: 3, max_time: "1:00:00"}]\nnode: {gpus: 4, gpu_type: v100}\n' \
+  printf 'extends: %s\nddp_plugin: false\npartitions: {replace: [{name: debug, max_nodes: 3, max_time: "1:00:00"}]}\nnode: {gpus: 4, gpu_type: v100}\n' \
     "$REPO/site-profiles/local.yaml" >"$work/gpus.yaml"
   live "$work/gpus.yaml"
   [ "$status" -eq 1 ]

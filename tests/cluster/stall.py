@@ -9,6 +9,9 @@ the wall clock (s since the epoch), so a test can tell when progress stopped.
                   the gradient all-reduce and wait there
   --hang-node N   at --at-step, every rank on Slurm node N (SLURMD_NODENAME) blocks likewise
   --die-rank R    at --at-step, rank R kills itself with SIGKILL
+  --exec-rank R   at --at-step, rank R becomes /bin/sleep (a rank that is no longer Python)
+  --bar           rank 0 shows a tqdm progress bar on stderr instead of printing step lines
+  --loader-workers N  batches come from a DataLoader with N worker processes
 With $DDP_HEARTBEAT_FILE set, rank 0 touches that file at most once a second.
 """
 import argparse
@@ -29,7 +32,10 @@ def parse_args(argv):
     p.add_argument("--hang-rank", type=int, default=-1)
     p.add_argument("--hang-node", default="")
     p.add_argument("--die-rank", type=int, default=-1)
+    p.add_argument("--exec-rank", type=int, default=-1)
     p.add_argument("--at-step", type=int, default=5)
+    p.add_argument("--bar", action="store_true")
+    p.add_argument("--loader-workers", type=int, default=0)
     return p.parse_args(argv)
 
 
@@ -48,15 +54,37 @@ class Heartbeat:
             self.last = now
 
 
-def load_batch(args, rank, step):
+class Batches(torch.utils.data.Dataset):
+    """Step N's batch of rank R, made in a DataLoader worker (or in the rank itself)."""
+
+    def __init__(self, steps, rank):
+        self.steps, self.rank = steps, rank
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, step):
+        g = torch.Generator().manual_seed(step * 1000 + self.rank)
+        return torch.rand(16, 32, generator=g)
+
+
+def batches(args, rank):
+    data = Batches(args.steps, rank)
+    if args.loader_workers == 0:
+        return (data[i] for i in range(args.steps))
+    return iter(torch.utils.data.DataLoader(data, batch_size=None, num_workers=args.loader_workers))
+
+
+def load_batch(args, rank, step, source):
     on_hang_node = args.hang_node and os.environ.get("SLURMD_NODENAME") == args.hang_node
     if (rank == args.hang_rank or on_hang_node) and step == args.at_step:
         while True:  # a data loader that never returns
             time.sleep(1)
     if rank == args.die_rank and step == args.at_step:
         os.kill(os.getpid(), signal.SIGKILL)
-    g = torch.Generator().manual_seed(step * 1000 + rank)
-    return torch.rand(16, 32, generator=g)
+    if rank == args.exec_rank and step == args.at_step:
+        os.execv("/bin/sleep", ["sleep", "1000"])
+    return next(source)
 
 
 def main(argv=None):
@@ -67,15 +95,22 @@ def main(argv=None):
     model = DistributedDataParallel(torch.nn.Linear(32, 32))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     heartbeat = Heartbeat() if rank == 0 else None
-    for step in range(args.steps):
-        batch = load_batch(args, rank, step)
+    source = batches(args, rank)
+    steps = range(args.steps)
+    if args.bar and rank == 0:
+        from tqdm import tqdm
+
+        print(f"training world {dist.get_world_size()}", flush=True)  # one line, then the bar
+        steps = tqdm(steps, file=sys.stderr, mininterval=0.5)
+    for step in steps:
+        batch = load_batch(args, rank, step, source)
         optimizer.zero_grad()
         loss = ((model(batch) - batch) ** 2).mean()
         loss.backward()
         optimizer.step()
         total = loss.detach().clone()
         dist.all_reduce(total)
-        if rank == 0:
+        if rank == 0 and not args.bar:
             print(f"step {step} time {time.time():.3f} loss {total.item():.4f}", flush=True)
             heartbeat.beat()
         time.sleep(args.step_sleep)

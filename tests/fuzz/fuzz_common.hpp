@@ -46,7 +46,13 @@ inline void check_message(const Error& error) {
 // and the script holds no control character but newlines and tabs (inside quotes).
 inline void check_render(const Plan& plan) {
   static const std::string k_template = read_or_die(DDP_FUZZ_TEMPLATE);
-  auto script = render(plan, {"fuzz", "fuzz.yaml", "sbatch.sh.mustache", k_template});
+  // templates/task-setup.sh, beside the template.
+  static const std::string k_setup_path =
+      std::string(DDP_FUZZ_TEMPLATE).substr(0, std::string(DDP_FUZZ_TEMPLATE).rfind('/') + 1) +
+      "task-setup.sh";
+  static const std::string k_setup = read_or_die(k_setup_path.c_str());
+  auto script =
+      render(plan, {"fuzz", "fuzz.yaml", "sbatch.sh.mustache", k_template, k_setup_path, k_setup});
   if (!script) broken("a checked plan does not render", script.error().to_string());
   for (char c : *script) {
     const auto u = static_cast<unsigned char>(c);

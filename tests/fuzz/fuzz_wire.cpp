@@ -10,6 +10,7 @@
 
 #include "ddp-check/admit.hpp"
 #include "ddp-check/hello.hpp"
+#include "libddp/util/text.hpp"
 
 namespace {
 
@@ -62,7 +63,7 @@ void check_line(std::string_view line) {
   } else {
     require(is_printable(verdict.error().message));
   }
-  require(is_printable(printable(line)));
+  require(is_printable(ddp::text::printable(line)));
 }
 
 }  // namespace

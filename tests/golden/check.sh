@@ -5,6 +5,7 @@
 #   "shellcheck" the rendered script is clean at warning level (skipped, exit 77, without shellcheck)
 #   error       ddpgen fails, prints nothing on stdout, and stderr equals CASE_DIR/expected.err;
 #               CASE_DIR/args (optional) holds extra arguments, one per line
+#   show        "ddpgen profile show PROFILE" prints CASE_DIR/expected.txt exactly
 # Runs from CASE_DIR so that the header names "job.yaml" on every machine.
 set -euo pipefail
 mode=$1 ddpgen=$2 dir=$3
@@ -33,6 +34,10 @@ case $mode in
     fi
     render
     shellcheck -S warning "$tmp/out.sbatch"
+    ;;
+  show)
+    "$ddpgen" profile show "$profile" > "$tmp/out.txt"
+    diff -u expected.txt "$tmp/out.txt"
     ;;
   error)
     status=0

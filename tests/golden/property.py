@@ -13,7 +13,11 @@ render a script that, run by bash with stub commands first on a PATH holding not
     a site variable as bash expands $NAME, ${NAME} and ${NAME:+TEXT}),
   - writes #SBATCH values as one exact line each, all before the first command (sbatch
     ignores every #SBATCH after it).
-Comment-only fields (description, notes, ...) must change no command at all.
+Comment-only fields (description, notes, ...) must change no command at all. In the fields
+that take run-time references (args, env values, output, error, checkpoint.dir, container.*),
+${NAME} of an allowed name arrives expanded as the batch shell has it (--output and --error as
+sbatch's %j, %x, ... patterns) and every other byte as written; pre: and post: are code by
+design and not drawn.
 
 Usage: property.py DDPGEN [--cases N] [--seed S] [--jobs J]. Prints the number of cases,
 how many were refused and accepted, and the time taken. Exit status 1 on the first broken
@@ -44,7 +48,7 @@ exec 9>>"$REC_LOG"
   for v in "${names[@]}"; do printf '%s=%s\0' "$v" "${!v}"; done
 } >&9
 exec 9>&-
-runnable() { case $1 in bash | apptainer | singularity | torchrun | python3 | accelerate | fairseq-train) return 0 ;; esac; return 1; }
+runnable() { case $1 in bash | apptainer | singularity | torchrun | python3 | accelerate | fairseq-train | numactl) return 0 ;; esac; return 1; }
 case $name in
   srun)
     while [[ $# -gt 0 && $1 == -* ]]; do shift; done
@@ -55,19 +59,27 @@ case $name in
   apptainer | singularity)
     shift
     while [[ $1 == -* ]]; do
-      if [[ $1 == --bind ]]; then shift; fi
+      if [[ $1 == --bind || $1 == --pwd ]]; then shift; fi
       shift
     done
     shift
     if runnable "$1"; then exec "$@"; fi ;;
+  numactl)
+    # Its options (task_prefix's words) are drawn at random: skip to the wrapped command.
+    while [[ $# -gt 0 ]] && ! runnable "$1"; do shift; done
+    if [[ $# -gt 0 ]]; then exec "$@"; fi ;;
+  conda)
+    exit 0 ;;
 esac
 exit 0
 '''
 NOT_FOUND = '() { printf "NOTFOUND\\0%s\\0" "$1" >> "$REC_LOG"; return 127; }'
 COMMANDS = ["srun", "module", "mkdir", "rm", "scontrol", "sleep", "apptainer", "singularity",
-            "torchrun", "python3", "accelerate", "fairseq-train", "sbatch", "head"]
-# Variables a site value may reference, as the batch shell sees them.
-BATCH_ENV = {"DDPT_SET": "v a'l $x", "DDPT_EMPTY": ""}
+            "torchrun", "python3", "accelerate", "fairseq-train", "sbatch", "head", "numactl",
+            "conda"]
+# Variables a site value may reference, as the batch shell sees them; PT_VAR is a variable the
+# profile declares (variables:), which job values may reference as ${PT_VAR}.
+BATCH_ENV = {"DDPT_SET": "v a'l $x", "DDPT_EMPTY": "", "USER": "u s'r", "PT_VAR": "p $v`"}
 K_JOB_ID = "4242"
 
 # --- Random values ---------------------------------------------------------------------------
@@ -80,7 +92,13 @@ FRAGMENTS = [
     "; touch PWNED #", "'; touch PWNED; '", "\"; touch PWNED; \"", "${IFS}", "$HOME", "$1",
     "$$", "$DDPT_SET", "${DDPT_SET}", "${DDPT_EMPTY}", "${DDPT_UNSET}", "${DDPT_SET:+",
     "${DDPT_EMPTY:+", "${DDPT_UNSET:+", ":+", "${DDPT_SET:-x}", "<<EOF", "\\n", "%j",
+    "${SLURM_JOB_ID}", "${USER}", "${PT_VAR}", "${PT_JOB}", "${SLURM_PROCID}", "${HOME}",
+    "${SLURM_ARRAY_TASK_ID}", "${SLURM_JOB_NAME}",
 ]
+# Run-time references: what the batch shell expands, and sbatch's patterns for #SBATCH files.
+FILE_PATTERNS = {"SLURM_JOB_ID": "%j", "SLURM_JOBID": "%j", "SLURM_ARRAY_JOB_ID": "%A",
+                 "SLURM_ARRAY_TASK_ID": "%a", "SLURM_JOB_NAME": "%x", "USER": "%u",
+                 "SLURM_JOB_USER": "%u"}
 
 
 def random_value(rng, var_heavy=False):
@@ -101,6 +119,23 @@ def expand_site(value, env):
     ${NAME:+TEXT} expand; everything else is literal."""
     text, _ = _expand(value, 0, env, inside=False)
     return text
+
+
+def expand_refs(value, env, patterns=False):
+    """A job value with its ${NAME} references expanded from env (or, with patterns, replaced by
+    sbatch's filename patterns); every other character as written."""
+    out, i = [], 0
+    while i < len(value):
+        if value.startswith("${", i):
+            name = _name_at(value, i + 2)
+            end = i + 2 + len(name)
+            if name and value[end:end + 1] == "}" and len(name) == end - i - 2:
+                out.append(FILE_PATTERNS.get(name, "?") if patterns else env.get(name, ""))
+                i = end + 1
+                continue
+        out.append(value[i])
+        i += 1
+    return "".join(out)
 
 
 def _name_at(value, j):
@@ -199,6 +234,7 @@ def base_profile(kind):
         "local_scratch": "$TMPDIR",
         "python": "python3",
         "port_range": "20000-30999",
+        "variables": ["PT_VAR"],
     }
     return p
 
@@ -218,9 +254,15 @@ def base_job(kind):
         "output": "out-%j.log",
         "error": "err-%j.log",
         "mail": {"user": "me@example.org", "type": "END,FAIL"},
+        "qos": "normal",
+        "constraint": "fast",
+        "sbatch": ["--exclusive"],
+        "srun": ["--label"],
+        "task_prefix": ["numactl", "--interleave=all"],
+        "activate": {"conda": "torch-env"},
     }
     if kind != "plugin":
-        j["container"] = {"image": "img.sif", "mounts": ["/data:/data"]}
+        j["container"] = {"image": "img.sif", "mounts": ["/data:/data"], "workdir": "/w"}
     return j
 
 
@@ -234,12 +276,16 @@ FIELDS = [
     ("job", "args.1", "command"), ("job", "env.PT_JOB", "env"), ("job", "env-key", "env"),
     ("job", "modules.0", "module:load"), ("job", "checkpoint.dir", "checkpoint"),
     ("job", "container.image", "image"), ("job", "container.mounts.0", "bind"),
+    ("job", "container.workdir", "image"), ("job", "qos", "sbatch:--qos="),
+    ("job", "constraint", "constraint"), ("job", "sbatch.0", "sbatch:"),
+    ("job", "srun.0", "srun-option"), ("job", "task_prefix.1", "prefix"),
+    ("job", "activate.conda", "conda"), ("profile", "variables.0", "same"),
     ("profile", "description", "same"), ("profile", "notes.0", "same"),
     ("profile", "sources.0", "same"), ("profile", "account.hint", "same"),
     ("profile", "local_scratch", "same"), ("profile", "partitions.0.description", "same"),
     ("profile", "deprecated", "same"),
     ("profile", "node.gpu_type", "gres"), ("profile", "partitions.0.name", "sbatch:--partition="),
-    ("profile", "partitions.0.constraint", "sbatch:--constraint="),
+    ("profile", "partitions.0.constraint", "constraint"),
     ("profile", "partitions.0.sbatch.0", "sbatch:"), ("profile", "sbatch.0", "sbatch:"),
     ("profile", "module_use.0", "module:use"), ("profile", "modules.0", "module:load"),
     ("profile", "container.modules.0", "module:load"), ("profile", "env.PT_SITE", "site-env"),
@@ -364,39 +410,70 @@ def sbatch_lines(script):
     return out
 
 
+def job_shell_env(job, batch_env):
+    """The variables srun's arguments expand with: the batch shell's and the job's env."""
+    env = dict(batch_env)
+    for k, v in job.get("env", {}).items():
+        env[k] = expand_refs(v, batch_env)
+    return env
+
+
 def check_arrival(kind, value, job, profile, script, log, batch_env):
     """Returns what is wrong with how value arrived, or None."""
-    b = value.encode()
+    env = job_shell_env(job, batch_env)
+    b = expand_refs(value, env).encode()
     by_name = {}
-    for name, args, env in log:
-        by_name.setdefault(name, []).append((args, env))
+    for name, args, env_of in log:
+        by_name.setdefault(name, []).append((args, env_of))
     srun_args, srun_env = by_name["srun"][-1]
     directives = sbatch_lines(script)
     if kind.startswith("sbatch:"):
         if value == "" and kind != "sbatch:":
             return None
-        want = kind[len("sbatch:"):].encode() + b
+        if value.startswith("--gres="):
+            rest = value[len("--gres="):].encode()
+            ok = any(d.startswith(b"--gres=gpu:") and d.endswith(b"," + rest) for d in directives)
+            return None if ok else f"no #SBATCH --gres line ending in {rest!r}"
+        want = kind[len("sbatch:"):].encode() + expand_refs(value, {}, patterns=True).encode()
+        return None if want in directives else f"no #SBATCH line {want!r}"
+    if kind == "constraint":
+        # The partition's constraint and the job's, joined with "&" when both are given.
+        parts = [c for c in (get_path(profile, "partitions.0.constraint"), job["constraint"]) if c]
+        if not parts:
+            return None
+        want = b"--constraint=" + "&".join(parts).encode()
         return None if want in directives else f"no #SBATCH line {want!r}"
     if kind == "gres":
         t = get_path(profile, "node.gpu_type").encode()
         want = b"--gres=gpu:" + (t + b":" if t else b"") + b"2"
         return None if want in directives else f"no #SBATCH line {want!r}"
     if kind == "command":
-        words = [get_path(profile, "python").encode(), job["script"].encode()]
-        words += [a.encode() for a in job["args"]]
+        python = [w for w in get_path(profile, "python").split(" ") if w]
+        words = [w.encode() for w in python] + [job["script"].encode()]
+        words += [expand_refs(a, env).encode() for a in job["args"]]
         n = len(words)
         ok = any(srun_args[i:i + n] == words for i in range(len(srun_args) - n + 1))
         return None if ok else f"srun got {srun_args!r}, expected the words {words!r}"
+    if kind in ("srun-option", "prefix"):
+        want = [b"numactl", value.encode()] if kind == "prefix" else [value.encode()]
+        n = len(want)
+        ok = any(srun_args[i:i + n] == want for i in range(len(srun_args) - n + 1))
+        return None if ok else f"srun got {srun_args!r}, expected {want!r}"
+    if kind == "conda":
+        ok = any(args == [b"activate", value.encode()] for args, _ in by_name.get("conda", []))
+        return None if ok else "no conda activate VALUE"
     if kind == "env":
         (k, v), = job["env"].items()
-        got = srun_env.get(k.encode())
-        return None if got == v.encode() else f"srun's {k} is {got!r}, expected {v!r}"
+        got, want = srun_env.get(k.encode()), expand_refs(v, batch_env).encode()
+        return None if got == want else f"srun's {k} is {got!r}, expected {want!r}"
     if kind == "site-env":
         (k, v), = profile["env"].items()
-        got, want = srun_env.get(k.encode()), expand_site(v, batch_env).encode()
+        # bash sets IFS itself, whatever the environment says.
+        shell_vars = {"IFS": " \t\n", **batch_env}
+        got, want = srun_env.get(k.encode()), expand_site(v, shell_vars).encode()
         return None if got == want else f"srun's {k} is {got!r}, expected {want!r}"
     if kind.startswith("module:"):
-        want = [kind[len("module:"):].encode(), b]
+        want = [kind[len("module:"):].encode(), value.encode()]
         ok = any(args == want for args, _ in by_name.get("module", []))
         return None if ok else f"no module call {want!r}"
     if kind == "checkpoint":
@@ -410,17 +487,23 @@ def check_arrival(kind, value, job, profile, script, log, batch_env):
         return None
     if kind in ("image", "bind"):
         runtime = get_path(profile, "container.runtimes.0")
-        mounts = profile["container"]["binds"] + job["container"]["mounts"]
+        c = job["container"]
+        mounts = profile["container"]["binds"] + c["mounts"]
+        image, workdir = expand_refs(c["image"], env).encode(), expand_refs(c["workdir"], env)
         if runtime == "pyxis":
-            want_image = b"--container-image=" + job["container"]["image"].encode()
-            want_mounts = b"--container-mounts=" + ",".join(mounts).encode()
-            ok = want_image in srun_args and want_mounts in srun_args
-            return None if ok else f"srun got {srun_args!r}"
+            want = [b"--container-image=" + image,
+                    b"--container-mounts=" + ",".join(expand_refs(m, env) for m in mounts).encode()]
+            if workdir:
+                want.append(b"--container-workdir=" + workdir.encode())
+            ok = all(w in srun_args for w in want)
+            return None if ok else f"srun got {srun_args!r}, expected {want!r}"
         args = by_name.get(runtime, [([], {})])[0][0]
         want = [b"exec", b"--nv"]
         for m in mounts:
-            want += [b"--bind", m.encode()]
-        want.append(job["container"]["image"].encode())
+            want += [b"--bind", expand_refs(m, env).encode()]
+        if workdir:
+            want += [b"--pwd", workdir.encode()]
+        want.append(image)
         return None if args[:len(want)] == want else f"{runtime} got {args!r}, expected {want!r}"
     return None  # "same": checked by the command sequence alone
 

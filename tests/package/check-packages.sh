@@ -50,7 +50,8 @@ grep -qxF "# optional /usr/lib/$arch/slurm-wlm/spank_ddp.so" <<<"$snippet" ||
 
 list=$(dpkg-deb -c "${gen_deb[0]}" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$')
 contains "$list" /usr/bin/ddpgen /usr/share/slurm-ddp/site-profiles/local.yaml \
-  /usr/share/slurm-ddp/templates/sbatch.sh.mustache /usr/share/slurm-ddp/schema/job.schema.json \
+  /usr/share/slurm-ddp/templates/sbatch.sh.mustache /usr/share/slurm-ddp/templates/task-setup.sh \
+  /usr/share/slurm-ddp/schema/job.schema.json \
   /usr/share/slurm-ddp/schema/profile.schema.json /usr/share/bash-completion/completions/ddpgen \
   /usr/share/zsh/vendor-completions/_ddpgen /usr/share/man/man1/ddpgen.1.gz \
   /usr/share/man/man5/ddpgen-job.5.gz /usr/share/man/man5/ddpgen-profile.5.gz

@@ -370,6 +370,33 @@ case "$scenario" in
     expect_out rank1-node1-0 "FAILED (verdict of rank 0): missing RANK 3"
     expect_cpu rank0 "${DDP_CHECK_CPU_BOUND:-5}"
     ;;
+  line-flood)  # before their hellos, 8 peers stream short complete lines (64 MiB of "x" each):
+    timeout=4    # rank 0 keeps one hello's worth (16 KiB) of each and refuses it at its first line
+    start rank0 RANK=0 LOCAL_RANK=0 NODE_RANK=0 DDP_CHECK_HOSTNAME=node0 WORLD_SIZE=2 \
+      LOCAL_WORLD_SIZE=1 NNODES=2
+    await_listener
+    base=$(awk '/^VmRSS/ { print $2 }' "/proc/${pids[0]}/status")
+    python3 -c 'import socket, sys, threading
+def flood():
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    try:
+        s.sendall(b"x\n" * (32 << 20))
+    except OSError:
+        pass
+threads = [threading.Thread(target=flood) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()' "$port"
+    peak=$(awk '/^VmHWM/ { print $2 }' "/proc/${pids[0]}/status")
+    rank 1 0 1 node1 2 1 2
+    finish
+    expect_all_rc 0
+    expect_out rank0 'refused a connection from 127.0.0.1: not a ddp-check/2 hello: "x"'
+    echo "rank 0: resident ${base} KiB before the flood, peak ${peak} KiB"
+    if ((peak - base > 4096)); then
+      echo "FAIL: rank 0 grew by $((peak - base)) KiB during the flood (bound 4096 KiB)"
+      failures=$((failures + 1))
+    fi
+    ;;
   fd-limit)  # idle connections take every descriptor rank 0 may hold: the rank behind them
     timeout=6  # waits in the backlog until they are cut off, and rank 0 never spins
     start_timed rank0 64 RANK=0 LOCAL_RANK=0 NODE_RANK=0 DDP_CHECK_HOSTNAME=node0 WORLD_SIZE=2 \

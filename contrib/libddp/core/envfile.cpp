@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "libddp/util/rules.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp {
@@ -12,21 +13,6 @@ namespace {
 
 bool is_blank(char c) {
   return c == ' ' || c == '\t';
-}
-
-bool is_name_start(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
-
-bool is_name_char(char c) {
-  return is_name_start(c) || (c >= '0' && c <= '9');
-}
-
-bool is_variable_name(std::string_view name) {
-  if (name.empty() || !is_name_start(name.front())) return false;
-  for (char c : name)
-    if (!is_name_char(c)) return false;
-  return true;
 }
 
 std::unexpected<Error> line_error(std::string_view path, std::size_t line, std::string_view what) {
@@ -64,7 +50,7 @@ Result<EnvList> parse_env_file(std::string_view contents, std::string_view path)
     if (eq == std::string_view::npos)
       return line_error(path, line_number, "expected KEY=VALUE, got " + text::quote(line));
     const std::string_view key = line.substr(0, eq);
-    if (!is_variable_name(key))
+    if (!is_env_name(key))
       return line_error(
           path, line_number,
           "bad variable name " + text::quote(key) + " (expected [A-Za-z_][A-Za-z0-9_]*)");

@@ -1,6 +1,6 @@
 // Slurm hostlist and tasks-per-node parsing. One scanner validates the text and reports terms,
-// literals and ranges to a sink, so that counting, building the list and building only its
-// first term share the same rules and the same error messages.
+// literals and ranges to a sink, so that counting and building the list share the same rules
+// and the same error messages.
 #include "libddp/core/hostlist.hpp"
 
 #include <algorithm>
@@ -42,8 +42,10 @@ bool is_digit(char c) {
 }
 
 // Finding the end of a plain name is the hot loop: a 10,000-name list is 100 KB that every
-// node scans twice per step launch (head_host and plan_step). So bytes are classified a block
-// at a time: `special` marks bytes that may not appear in a name (whitespace, control
+// node parses once per step launch (the plugin's Hostlist::parse of SLURM_STEP_NODELIST), and
+// count(), which builds nothing, skips whole blocks of plain names (skip_plain_terms; ddp-watch
+// counts a step's nodes with it, the plugin never takes that path). So bytes are classified a
+// block at a time: `special` marks bytes that may not appear in a name (whitespace, control
 // characters, DEL, ',', '[' or ']'; bytes >= 0x80 are allowed, for UTF-8 names), `comma` marks
 // the commas among them. Byte i of the block is bit i * k_bits_per_byte + k_bit_in_byte.
 // (std::popcount would be a libgcc call on baseline x86-64, so classify() counts commas too.)
@@ -293,32 +295,19 @@ struct CountSink {
   void end_term(std::size_t) {}
 };
 
-// Builds Hostlist terms; with `max_terms` set it keeps validating but stops building.
+// Builds Hostlist terms.
 struct BuildSink {
   std::vector<Hostlist::Term>& terms;
-  std::size_t max_terms = static_cast<std::size_t>(-1);
-  std::size_t seen = 0;
 
-  bool building() const { return seen <= max_terms; }
-  bool wants_next_term() const { return seen < max_terms; }
-  void begin_term() {
-    if (++seen <= max_terms) terms.emplace_back();
-  }
+  bool wants_next_term() const { return true; }
+  void begin_term() { terms.emplace_back(); }
   void literal(std::string_view s) {
-    if (building()) terms.back().parts.push_back(Hostlist::Part{std::string(s), {}, 1});
+    terms.back().parts.push_back(Hostlist::Part{std::string(s), {}, 1});
   }
-  void begin_group() {
-    if (building()) terms.back().parts.emplace_back();
-  }
-  void range(const Range& r) {
-    if (building()) terms.back().parts.back().ranges.push_back(r);
-  }
-  void end_group(std::size_t count) {
-    if (building()) terms.back().parts.back().count = count;
-  }
-  void end_term(std::size_t count) {
-    if (building()) terms.back().count = count;
-  }
+  void begin_group() { terms.back().parts.emplace_back(); }
+  void range(const Range& r) { terms.back().parts.back().ranges.push_back(r); }
+  void end_group(std::size_t count) { terms.back().parts.back().count = count; }
+  void end_term(std::size_t count) { terms.back().count = count; }
 };
 
 // The `index`-th name of `term`: mixed-radix decode, leftmost group the most significant.
@@ -404,28 +393,12 @@ Result<std::size_t> Hostlist::count(std::string_view text) {
   return scan(text, sink);
 }
 
-Result<std::string> Hostlist::first(std::string_view text) {
-  std::vector<Term> terms;
-  BuildSink sink{terms, 1};
-  auto size = scan(text, sink);
-  if (!size) return std::unexpected(std::move(size.error()));
-  return decode(terms.front(), 0);
-}
-
 std::string Hostlist::at(std::size_t i) const {
   for (const Term& term : terms_) {
     if (i < term.count) return decode(term, i);
     i -= term.count;
   }
   return {};  // i >= size(): a precondition violation, answered with an empty name
-}
-
-std::vector<std::string> Hostlist::expand() const {
-  std::vector<std::string> names;
-  names.reserve(size_);
-  for (const Term& term : terms_)
-    for (std::size_t j = 0; j < term.count; ++j) names.push_back(decode(term, j));
-  return names;
 }
 
 Result<std::vector<unsigned>> parse_tasks_per_node(std::string_view text) {
@@ -451,6 +424,14 @@ Result<TasksPerNodeSummary> summarize_tasks_per_node(std::string_view text, std:
   if (!nodes) return std::unexpected(std::move(nodes.error()));
   if (summary.first_crowded == static_cast<std::size_t>(-1)) summary.first_crowded = summary.nodes;
   return summary;
+}
+
+std::vector<std::string> Hostlist::expand() const {
+  std::vector<std::string> names;
+  names.reserve(size_);
+  for (const Term& term : terms_)
+    for (std::size_t j = 0; j < term.count; ++j) names.push_back(decode(term, j));
+  return names;
 }
 
 }  // namespace ddp

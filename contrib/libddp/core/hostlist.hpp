@@ -20,8 +20,6 @@ class Hostlist {
   static Result<Hostlist> parse(std::string_view text);
   // Validates `text` exactly like parse() and returns the number of names, allocating nothing.
   static Result<std::size_t> count(std::string_view text);
-  // Validates `text` exactly like parse() and returns its first name, building only one term.
-  static Result<std::string> first(std::string_view text);
 
   // Number of names in the list (duplicates counted).
   std::size_t size() const { return size_; }

@@ -136,7 +136,7 @@ Result<void> check_gpu_binding(Mode mode, std::optional<std::string_view> task_c
                                std::uint32_t most_ntasks, bool keep) {
   const std::uint32_t seen = count_devices(task_cuda_visible);
   if (keep || mode != Mode::tasks || seen == 0 || seen >= most_ntasks) return {};
-  return fail("each task sees " + text::decimal(seen) + (seen == 1 ? " GPU" : " GPUs") +
+  return fail("each task sees " + text::plural(seen, "GPU") +
               " (CUDA_VISIBLE_DEVICES=" + std::string(*task_cuda_visible) +
               ") but the step runs up to " + text::decimal(most_ntasks) +
               " tasks per node: torch.cuda.set_device(LOCAL_RANK) fails and NCCL loses "

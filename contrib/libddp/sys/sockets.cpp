@@ -1,9 +1,8 @@
 // Socket-level queries for ddp-check's session: host name, which interface holds an address,
-// the route to a host. getifaddrs, getsockname; no external command.
+// an address as text. getifaddrs; no external command.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -62,26 +61,6 @@ std::string address_text(const sockaddr* addr) {
     return "?";
   }
   return buf;
-}
-
-std::optional<std::string> route_interface(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), "9", &hints, &found) != 0) return std::nullopt;
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, freeaddrinfo);
-  for (addrinfo* a = found; a; a = a->ai_next) {
-    int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    sockaddr_storage local{};
-    socklen_t len = sizeof local;
-    bool ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-              getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
-    close(fd);
-    if (!ok) continue;
-    if (auto name = interface_of(reinterpret_cast<sockaddr*>(&local))) return name;
-  }
-  return std::nullopt;
 }
 
 }  // namespace ddp::sys

@@ -2,11 +2,13 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,7 +96,8 @@ int wait_for(Lookup& lookup, unsigned timeout_seconds) {
 
 }  // namespace
 
-Resolution resolve_host(const std::string& name, unsigned timeout_seconds) {
+Resolution resolve_host(const std::string& name, unsigned timeout_seconds,
+                        std::string_view bound_by) {
   auto lookup = std::make_unique<Lookup>();
   lookup->name = name;
   lookup->hints.ai_family = AF_UNSPEC;
@@ -119,8 +122,8 @@ Resolution resolve_host(const std::string& name, unsigned timeout_seconds) {
     out.unknown = rc == EAI_NONAME || rc == EAI_NODATA;
     out.error = "cannot resolve " + text::quote(name) + ": " +
                 (rc == EAI_INPROGRESS || rc == EAI_CANCELED
-                     ? "no answer within " + text::decimal(timeout_seconds) +
-                           " s (resolve_timeout= in plugstack.conf); check this node's DNS servers"
+                     ? "no answer within " + text::decimal(timeout_seconds) + " s (" +
+                           std::string(bound_by) + "); check this node's DNS servers"
                      : std::string(::gai_strerror(rc)));
     return out;
   }
@@ -168,12 +171,33 @@ Result<void> test_bind(const IpAddress& address, std::uint16_t port) {
   return {};
 }
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO with no writer must not wait for one; it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return fail("cannot read " + text::quote(path) + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("cannot read " + text::quote(path) + ": not a regular file");
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      if (n == 0) return out;
+      return fail("cannot read " + text::quote(path) + ": " + std::strerror(error));
+    }
+    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
+      ::close(fd);
+      return fail("cannot read " + text::quote(path) + ": larger than " +
+                  text::plural(max_bytes, "byte"));
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
 }
 
 std::optional<PortRange> ephemeral_range() {
@@ -258,6 +282,29 @@ std::optional<std::uint32_t> nvidia_gpus() {
   }
   ::closedir(dir);
   return count;
+}
+
+// The interface this node's route to MASTER_ADDR leaves through. On the rank-0 node MASTER_ADDR
+// is local, and the kernel's answer is the interface that holds it.
+Result<EnvList> socket_ifname_for(const std::string& master_addr, const AddressPolicy& policy,
+                                  unsigned resolve_timeout) {
+  auto destination = IpAddress::parse(master_addr);
+  if (!destination) {
+    // A host name: the address the same rule as addr=ip picks among the name's addresses.
+    Resolution resolution = resolve_host(master_addr, resolve_timeout);
+    if (resolution.error) return fail("socket_ifname=auto: " + *resolution.error);
+    destination = choose_address(resolution.addresses, policy, master_addr);
+    if (!destination) return fail("socket_ifname=auto: " + destination.error().message);
+  }
+  auto source = route_source(*destination);
+  if (!source) {
+    return fail("socket_ifname=auto: MASTER_ADDR=" + text::quote(master_addr) + ": " +
+                source.error().message + " from this node; check its routes to the head node");
+  }
+  const std::vector<InterfaceAddress> interfaces = interface_addresses();
+  auto name = interface_for_route(*source, interfaces, master_addr);
+  if (!name) return fail(name.error().message);
+  return socket_ifname_environment(*name);
 }
 
 }  // namespace ddp::sys

@@ -5,9 +5,11 @@
 
 #include <sys/socket.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libddp/core/address.hpp"
@@ -25,8 +27,10 @@ struct Resolution {
 };
 
 // Resolves `name` (getaddrinfo_a), waiting at most `timeout_seconds`; at the bound the error
-// says so and names resolve_timeout=. A lookup still running then is abandoned to glibc.
-Resolution resolve_host(const std::string& name, unsigned timeout_seconds);
+// says so and names what sets the bound (`bound_by`: the plugin's resolve_timeout=, ddp-check's
+// --timeout). A lookup still running then is abandoned to glibc.
+Resolution resolve_host(const std::string& name, unsigned timeout_seconds,
+                        std::string_view bound_by = "resolve_timeout= in plugstack.conf");
 
 // Addresses configured on this node's interfaces (getifaddrs), loopback included.
 std::vector<IpAddress> local_addresses();
@@ -34,8 +38,10 @@ std::vector<IpAddress> local_addresses();
 // Binds a TCP socket to address:port and closes it; the error says who holds what.
 Result<void> test_bind(const IpAddress& address, std::uint16_t port);
 
-// Whole contents of a small regular file.
-Result<std::string> read_file(const std::string& path);
+// Whole contents of a small regular file, at most `max_bytes`. Anything else is an error that
+// comes at once: a FIFO (never waited on), a device such as /dev/zero (never read), a
+// directory, a file that grew past the cap.
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes = 1u << 20);
 
 // The kernel's ephemeral port range, if /proc tells it.
 std::optional<PortRange> ephemeral_range();
@@ -60,9 +66,13 @@ std::optional<std::string> interface_of(const sockaddr* addr);
 // "10.0.0.5" / "fe80::1" for a socket address; an IPv4-mapped IPv6 address as IPv4.
 std::string address_text(const sockaddr* addr);
 
-// The interface the kernel routes `host` through: a connected UDP socket (no packet is sent),
-// getsockname, then interface_of. nullopt when `host` does not resolve or has no route.
-std::optional<std::string> route_interface(const std::string& host);
+// What socket_ifname=auto exports on this node (the plugin calls this, and ddp-check
+// --topology prints it): NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME for the interface that holds
+// the source address of the route to `master_addr`. An IP address is taken as it is; a name is
+// resolved within `resolve_timeout` seconds and its address picked by `policy`, as the plugin
+// picks MASTER_ADDR. The error names what failed.
+Result<EnvList> socket_ifname_for(const std::string& master_addr, const AddressPolicy& policy,
+                                  unsigned resolve_timeout);
 
 // NVIDIA GPUs the loaded driver lists (/proc/driver/nvidia/gpus/*), nullopt without the
 // driver. Reads one directory: no library, no device is opened.

@@ -22,38 +22,10 @@ struct Error {
   Location where;
 
   // "FILE:LINE:COL: message", "LABEL: message" without a line, or the message alone without a
-  // file. One line for a terminal or a log: a control character that reached the message inside
-  // a hostile value or file name is shown as \xNN, so it cannot move the cursor or forge lines.
-  std::string to_string() const {
-    std::string text;
-    if (where.file.empty()) {
-      text = message;
-    } else if (where.line <= 0) {
-      text = where.file + ": " + message;
-    } else {
-      text = where.file + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
-             ": " + message;
-    }
-    return escape_controls(std::move(text));
-  }
-
- private:
-  static std::string escape_controls(std::string text) {
-    static constexpr char k_hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(text.size());
-    for (char c : text) {
-      const auto u = static_cast<unsigned char>(c);
-      if (u < 0x20 || u == 0x7f) {
-        out += "\\x";
-        out += k_hex[u >> 4];
-        out += k_hex[u & 0xf];
-      } else {
-        out += c;
-      }
-    }
-    return out;
-  }
+  // file. One line for a terminal or a log, made text::printable(): a control character that
+  // reached the message inside a hostile value or file name is shown as \xNN, so it cannot move
+  // the cursor or forge lines.
+  std::string to_string() const;
 };
 
 template <class T>

@@ -22,6 +22,14 @@ std::optional<std::uint64_t> positive(std::optional<std::string_view> value) {
 
 }  // namespace
 
+bool is_env_name(std::string_view name) {
+  auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  if (name.empty() || !letter(name.front())) return false;
+  for (char c : name)
+    if (!letter(c) && !(c >= '0' && c <= '9')) return false;
+  return true;
+}
+
 std::optional<std::uint16_t> parse_port(std::string_view text) {
   auto value = text::parse_uint<std::uint32_t>(text);
   if (!value || *value == 0 || *value > k_max_port) return std::nullopt;

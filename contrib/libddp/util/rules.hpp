@@ -1,5 +1,6 @@
-// Rules two programs must agree on, written once: the MASTER_PORT window and how a port range
-// is read (plugin and ddpgen), OMP_NUM_THREADS (plugin and ddp-check --topology), and the
+// Rules two programs must agree on, written once: what an environment variable name is (the
+// plugin's env_file and ddpgen), the MASTER_PORT window and how a port range is read (plugin
+// and ddpgen), OMP_NUM_THREADS (plugin and ddp-check --topology), and the
 // refusal of a torchrun step with more tasks than nodes (srun and slurmstepd). Pure.
 #pragma once
 
@@ -11,6 +12,9 @@
 #include "libddp/util/result.hpp"
 
 namespace ddp {
+
+// A variable name the shell and the environment agree on: [A-Za-z_][A-Za-z0-9_]*.
+bool is_env_name(std::string_view name);
 
 // An inclusive range of TCP ports.
 struct PortRange {

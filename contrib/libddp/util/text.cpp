@@ -9,7 +9,61 @@ bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+// Appends `c` as printable() shows it: itself, or \xNN.
+void append_shown(std::string& out, char c, std::string_view also) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  const auto u = static_cast<unsigned char>(c);
+  if (u >= 0x20 && u < 0x7f && also.find(c) == std::string_view::npos) {
+    out += c;
+    return;
+  }
+  out += "\\x";
+  out += k_hex[u >> 4];
+  out += k_hex[u & 0xf];
+}
+
+// The characters append_shown() writes for `c`.
+std::size_t shown_width(char c, std::string_view also) {
+  const auto u = static_cast<unsigned char>(c);
+  return u >= 0x20 && u < 0x7f && also.find(c) == std::string_view::npos ? 1 : 4;
+}
+
+// printable() with `"` and `\` written \" and \\ (quote()'s inside).
+void append_escaped(std::string& out, std::string_view s, std::size_t max_chars,
+                    std::string_view also, bool quoted) {
+  std::size_t used = 0;
+  for (char c : s) {
+    const bool backslashed = quoted && (c == '"' || c == '\\');
+    const std::size_t width = backslashed ? 2 : shown_width(c, also);
+    if (max_chars != k_whole && used + width > max_chars) {
+      out += "...";
+      return;
+    }
+    used += width;
+    if (backslashed) {
+      out += '\\';
+      out += c;
+    } else {
+      append_shown(out, c, also);
+    }
+  }
+}
+
 }  // namespace
+
+std::string printable(std::string_view s, std::size_t max_chars, std::string_view also) {
+  std::string out;
+  out.reserve(s.size() < 256 ? s.size() : 256);
+  append_escaped(out, s, max_chars, also, false);
+  return out;
+}
+
+std::string quote(std::string_view s, std::size_t max_chars) {
+  std::string out = "\"";
+  append_escaped(out, s, max_chars, {}, true);
+  out += '"';
+  return out;
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
@@ -45,12 +99,16 @@ std::vector<std::string_view> split(std::string_view s, char separator) {
   }
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out += separator;
-    out += parts[i];
-  }
+std::string noun(std::uint64_t n, std::string_view one, std::string_view many) {
+  if (n == 1) return std::string(one);
+  if (!many.empty()) return std::string(many);
+  return std::string(one) + "s";
+}
+
+std::string plural(std::uint64_t n, std::string_view one, std::string_view many) {
+  std::string out = decimal(n);
+  out += ' ';
+  out += noun(n, one, many);
   return out;
 }
 

@@ -1,5 +1,6 @@
-// Text and number helpers shared by the plugin, ddp-check and ddpgen: the one way to read a
-// number, quote a value for a message, split and join, and suggest a close name.
+// Text and number helpers shared by every program: the one way to read a number, to make
+// untrusted text printable and quote a value for a message, to split and join, to say "3 nodes",
+// and to suggest a close name.
 #pragma once
 
 #include <charconv>
@@ -55,29 +56,21 @@ inline std::string decimal(std::uint64_t value) {
   return out;
 }
 
-// `s` in double quotes for an error message: control characters escaped so that a hostile
-// value cannot forge log lines, and long values cut so a 10,000-node list does not flood them.
-inline std::string quote(std::string_view s, std::size_t max_chars = 80) {
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string out = "\"";
-  std::size_t shown = s.size() > max_chars ? max_chars : s.size();
-  for (char c : s.substr(0, shown)) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u == 0x7f) {
-      out += "\\x";
-      out += k_hex[u >> 4];
-      out += k_hex[u & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  if (shown < s.size()) out += "...";
-  out += '"';
-  return out;
-}
+// No cut: printable() and quote() show all of `s`.
+inline constexpr std::size_t k_whole = std::string_view::npos;
+
+// The one way to make untrusted bytes safe to show to a person or write to a log: printable
+// ASCII (0x20-0x7e) is kept and every other byte, the bytes of `also` too, is written \xNN
+// (lower-case hex), so a hostile value cannot move the cursor, forge a log line or smuggle
+// terminal controls in UTF-8. At most `max_chars` characters (escapes are never split), then
+// "..." when something was cut.
+std::string printable(std::string_view s, std::size_t max_chars = k_whole,
+                      std::string_view also = {});
+
+// `s` as a value inside a message: in double quotes, printable(), with `"` and `\` escaped by a
+// backslash so that the value reads back unambiguously; long values cut at `max_chars`
+// characters ("...") so a 10,000-node list does not flood the log.
+std::string quote(std::string_view s, std::size_t max_chars = 80);
 
 // `s` without leading and trailing blanks (space, tab, CR, LF).
 std::string_view trim(std::string_view s);
@@ -91,8 +84,29 @@ std::vector<std::string_view> split(std::string_view s, char separator);
 // ddp-check's and ddp-watch's reports read the same.
 std::string format_ranges(std::vector<std::int64_t> numbers);
 
-// `parts` with `separator` between them.
-std::string join(const std::vector<std::string>& parts, std::string_view separator);
+// `parts` (strings, string_views, a set of strings...) with `separator` between them.
+template <class Range>
+std::string join(const Range& parts, std::string_view separator) {
+  std::string out;
+  bool first = true;
+  for (const auto& part : parts) {
+    if (!first) out += separator;
+    out += std::string_view(part);
+    first = false;
+  }
+  return out;
+}
+
+// join() of a braced list: join({a, b}, ", ").
+inline std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  return join<std::vector<std::string>>(parts, separator);
+}
+
+// `one` when n is 1, else `many` ("s" appended to `one` when `many` is empty): "node"/"nodes".
+std::string noun(std::uint64_t n, std::string_view one, std::string_view many = {});
+
+// n and its noun: "1 node", "3 nodes", "2 children" with plural(2, "child", "children").
+std::string plural(std::uint64_t n, std::string_view one, std::string_view many = {});
 
 // A whole number from `min` to `max`, written as decimal digits only; the error names
 // `description`, the value and the bounds: `--port "x": expected a whole number from 1 to 65535`.

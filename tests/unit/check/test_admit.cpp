@@ -84,7 +84,7 @@ TEST(Admit, RefusalsNameThePeerAndWhatItClaimedPrintably) {
             "refused a hello from 10.77.7.12 (claims RANK 1 of 4 on node02, pid 77): it belongs "
             "to job 811 step 0");
   EXPECT_EQ(describe_refusal("10.0.0.9", nullptr, "not a ddp-check/2 hello: \"\x1b[2J\""),
-            "refused a connection from 10.0.0.9: not a ddp-check/2 hello: \"?[2J\"");
+            "refused a connection from 10.0.0.9: not a ddp-check/2 hello: \"\\x1b[2J\"");
 }
 
 TEST(Admit, BindingComesFromSlurmsVariables) {

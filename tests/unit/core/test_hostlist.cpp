@@ -48,9 +48,6 @@ TEST(Hostlist, ExpandsWhatSlurmWrites) {
     auto count = Hostlist::count(c.text);
     ASSERT_TRUE(count);
     EXPECT_EQ(*count, c.names.size());
-    auto first = Hostlist::first(c.text);
-    ASSERT_TRUE(first);
-    EXPECT_EQ(*first, c.names.front());
   }
 }
 
@@ -90,13 +87,10 @@ TEST(Hostlist, RejectsGarbageWithAMessage) {
     auto list = Hostlist::parse(c.text);
     ASSERT_FALSE(list);
     EXPECT_NE(list.error().message.find(c.message), std::string::npos) << list.error().message;
-    // The three entry points share one scanner, hence one verdict and one message.
+    // The two entry points share one scanner, hence one verdict and one message.
     auto count = Hostlist::count(c.text);
     ASSERT_FALSE(count);
     EXPECT_EQ(count.error().message, list.error().message);
-    auto first = Hostlist::first(c.text);
-    ASSERT_FALSE(first);
-    EXPECT_EQ(first.error().message, list.error().message);
   }
 }
 
@@ -142,9 +136,7 @@ TEST(Hostlist, RandomTextIsHandledConsistently) {
     SCOPED_TRACE(text);
     auto list = Hostlist::parse(text);
     auto count = Hostlist::count(text);
-    auto first = Hostlist::first(text);
     ASSERT_EQ(list.has_value(), count.has_value());
-    ASSERT_EQ(list.has_value(), first.has_value());
     if (!list) {
       ASSERT_EQ(count.error().message, list.error().message);
       continue;
@@ -155,14 +147,13 @@ TEST(Hostlist, RandomTextIsHandledConsistently) {
     if (list->size() > 5000) continue;
     auto names = list->expand();
     ASSERT_EQ(names.size(), list->size());
-    ASSERT_EQ(*first, names.front());
     for (std::size_t i = 0; i < names.size(); ++i) ASSERT_EQ(list->at(i), names[i]);
   }
   EXPECT_GT(valid, 1000);  // the alphabet must exercise the success path too
 }
 
-// Long comma lists take a block-at-a-time shortcut in count() and first() but not in parse():
-// with defects planted anywhere (block edges included) all three must still agree.
+// Long comma lists take a block-at-a-time shortcut in count() but not in parse(): with defects
+// planted anywhere (block edges included) both must still agree.
 TEST(Hostlist, LongListsAgreeAcrossEntryPoints) {
   std::mt19937 random(7);
   std::uniform_int_distribution<int> name_length(1, 20);
@@ -186,16 +177,12 @@ TEST(Hostlist, LongListsAgreeAcrossEntryPoints) {
     SCOPED_TRACE(text);
     auto list = Hostlist::parse(text);
     auto count = Hostlist::count(text);
-    auto first = Hostlist::first(text);
     ASSERT_EQ(count.has_value(), list.has_value());
-    ASSERT_EQ(first.has_value(), list.has_value());
     if (!list) {
       ASSERT_EQ(count.error().message, list.error().message);
-      ASSERT_EQ(first.error().message, list.error().message);
       continue;
     }
     ASSERT_EQ(*count, list->size());
-    ASSERT_EQ(*first, list->at(0));
   }
 }
 

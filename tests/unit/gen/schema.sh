@@ -18,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 # is invalid.
 validate() {
   "$py" - "$@" <<'PY'
-import json, sys, yaml, jsonschema
+import json, sys, yaml, jsonschema, jsonschema.exceptions
 schema = json.load(open(sys.argv[1]))
 jsonschema.Draft202012Validator.check_schema(schema)
 validator = jsonschema.Draft202012Validator(schema)
@@ -29,7 +29,8 @@ for path in sys.argv[2:]:
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
     if errors:
         bad = 1
-        print(f"invalid {path}: {errors[0].message}")
+        # best_match: inside an anyOf (a profile list or {add: ...}), the deepest cause.
+        print(f"invalid {path}: {jsonschema.exceptions.best_match(errors).message}")
     else:
         print(f"ok {path}")
 sys.exit(bad)

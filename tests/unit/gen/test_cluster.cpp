@@ -94,6 +94,38 @@ TEST(Cluster, DraftIsAValidProfileThatAgreesWithItsCluster) {
     EXPECT_FALSE(f.conflict) << f.where << ": " << f.message;
 }
 
+// Names are written so that they read back as text (a partition "&batch" is no YAML anchor, a
+// feature "&big" neither, "no" no boolean) and counts within the profile's ranges: whatever
+// scontrol reports, the draft loads.
+TEST(Cluster, DraftOfAHostileClusterStillLoads) {
+  auto facts = parse_cluster(
+      "PartitionName=&batch Default=YES MaxNodes=UNLIMITED MinNodes=999999 MaxTime=00:30:00 "
+      "Nodes=n[1-2]\n"
+      "PartitionName=no Default=NO MaxNodes=4 MaxTime=00:30:00 Nodes=n[1-2]\n",
+      "NodeName=n1 CPUTot=999999 AvailableFeatures=&big Gres=gpu:x:100 RealMemory=20000000000 "
+      "Partitions=&batch,no\n"
+      "NodeName=n2 CPUTot=8 AvailableFeatures=small Gres=gpu:x:1 RealMemory=1024 "
+      "Partitions=&batch,no\n");
+  ASSERT_TRUE(facts) << facts.error().to_string();
+  const std::string draft = draft_profile(*facts, "hostile");
+  const Profile p = decoded(draft);
+  ASSERT_EQ(p.partitions.size(), 4u) << draft;
+  EXPECT_EQ(p.partitions[0].name, "&batch");
+  EXPECT_EQ(p.partitions[2].name, "no");
+  EXPECT_EQ(p.partitions[0].min_nodes, 100000);
+  bool big_seen = false;
+  for (const auto& part : p.partitions) {
+    if (part.constraint != "&big") continue;
+    big_seen = true;
+    const auto& node = part.node ? *part.node : p.node;
+    EXPECT_EQ(node.gpus, 64);
+    EXPECT_EQ(node.gpu_type, "x");
+    EXPECT_EQ(node.cores, 100000);
+    EXPECT_LE(node.memory_gb, 10000000);
+  }
+  EXPECT_TRUE(big_seen) << draft;
+}
+
 TEST(Cluster, ComparisonNamesEachConflict) {
   auto facts = parse_cluster(k_partitions, k_nodes);
   ASSERT_TRUE(facts);

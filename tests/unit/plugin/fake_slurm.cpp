@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace fake {
 namespace {
@@ -49,7 +50,26 @@ spank_t handle() {
   return reinterpret_cast<spank_t>(&the_handle);
 }
 
+bool out_of_memory = false;
+
 }  // namespace fake
+
+// The process's operator new, the plugin's included (it binds to this exported one): it fails
+// while fake::out_of_memory is set. Sanitizer builds keep their own allocator.
+#if !defined(__SANITIZE_ADDRESS__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // this new is malloc, its delete free
+void* operator new(std::size_t size) {
+  if (fake::out_of_memory) throw std::bad_alloc();
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+#endif
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
 
@@ -118,11 +138,14 @@ FAKE_EXPORT spank_err_t spank_setenv(spank_t sp, const char* var, const char* va
 // Recorded, and shown on stderr as slurmstepd's log would show it, so that a death test (a task
 // the plugin ends) can match the message its child process printed.
 FAKE_EXPORT void slurm_error(const char* fmt, ...) {
+  const bool was_out_of_memory = fake::out_of_memory;
+  fake::out_of_memory = false;
   va_list args;
   va_start(args, fmt);
   fake::step().errors.push_back(fake::format(fmt, args));
   va_end(args);
   std::fprintf(stderr, "error: %s\n", fake::step().errors.back().c_str());
+  fake::out_of_memory = was_out_of_memory;
 }
 
 FAKE_EXPORT void slurm_info(const char* fmt, ...) {

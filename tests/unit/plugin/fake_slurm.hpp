@@ -44,4 +44,8 @@ Step& step();
 // The handle the plugin receives; the fake functions accept only this one.
 spank_t handle();
 
+// While true, every operator new of the process throws std::bad_alloc, except inside the fake
+// Slurm functions (Slurm's own logging is not the plugin's to guard): memory ran out.
+extern bool out_of_memory;
+
 }  // namespace fake

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <slurm/slurm.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -472,6 +473,57 @@ TEST_F(Plugin, EnvFileIsExportedAndAnUnreadableOneIsAFaultOfThisNode) {
   EXPECT_EXIT(task_init(), ::testing::ExitedWithCode(1), "");
   EXPECT_EQ(task_exit(), 0);
   EXPECT_EQ(fake::step().kills.size(), 1u);  // this node's fault: the others are ended too
+}
+
+// The site env_file is read in every --ddp step's user_init: what is not a small regular file is
+// refused at once, as this node's fault, never waited on or read without end.
+TEST_F(Plugin, EnvFileThatIsNotASmallRegularFileIsRefusedAtOnce) {
+  const std::string head = own_address();
+  if (head.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv4 address to be rank 0";
+  const std::string dir = ::testing::TempDir() + "ddp-plugin-env-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::string fifo = dir + "/fifo", big = dir + "/big.env";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(big) << std::string(200000, '#') << "\n";
+  const struct {
+    std::string path, why;
+  } cases[] = {{fifo, "not a regular file"},
+               {"/dev/zero", "not a regular file"},
+               {dir, "not a regular file"},
+               {big, "larger than 65536 bytes"}};
+  for (const auto& c : cases) {
+    TearDown();
+    SetUp();
+    remote_step(head);
+    ::alarm(20);  // today's reader blocks on the FIFO: fail rather than hang
+    ASSERT_TRUE(launched({"env_file=" + c.path}));
+    ::alarm(0);
+    EXPECT_TRUE(contains(errors(), "env_file: cannot read \"" + c.path + "\": " + c.why))
+        << errors();
+    EXPECT_EXIT(task_init(), ::testing::ExitedWithCode(1), "");
+  }
+  std::remove(fifo.c_str());
+  std::remove(big.c_str());
+  ::rmdir(dir.c_str());
+}
+
+// Memory running out inside a callback is reported and refused, never an abort: the guard's
+// handlers allocate nothing.
+TEST_F(Plugin, OutOfMemoryInACallbackIsAnErrorNotAnAbort) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the sanitizer build keeps its own operator new, which cannot be made to fail";
+#else
+  EXPECT_EXIT(
+      {
+        char arg[] = "port_range=20000-30999";
+        char* argv[] = {arg};
+        fake::out_of_memory = true;
+        const int rc = init_(fake::handle(), 1, argv);
+        fake::out_of_memory = false;
+        std::exit(rc == -1 && contains(errors(), "ddp: init: out of memory") ? 0 : 2);
+      },
+      ::testing::ExitedWithCode(0), "");
+#endif
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // ddp_util: the helpers and rules every program shares.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libddp/util/result.hpp"
 #include "libddp/util/rules.hpp"
+#include "libddp/util/shell.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp {
@@ -61,14 +64,59 @@ TEST(Util, DidYouMeanOneThreshold) {
 
 TEST(Util, QuoteEscapesAndCuts) {
   EXPECT_EQ(text::quote("a\"b"), "\"a\\\"b\"");
+  EXPECT_EQ(text::quote("a\\b"), "\"a\\\\b\"");
   EXPECT_EQ(text::quote(std::string("x\ny")), "\"x\\x0ay\"");
+  EXPECT_EQ(text::quote("caf\xc3\xa9"), "\"caf\\xc3\\xa9\"");
   EXPECT_EQ(text::quote("abcdef", 3), "\"abc...\"");
+  EXPECT_EQ(text::quote("abc", 3), "\"abc\"");
+}
+
+// One convention for every untrusted byte shown: printable ASCII kept, the rest \xNN; a cut
+// never splits an escape.
+TEST(Util, PrintableEscapesEveryOtherByte) {
+  EXPECT_EQ(text::printable("node\x1b]0;owned\x07\xc3\xa9 \\ok"),
+            "node\\x1b]0;owned\\x07\\xc3\\xa9 \\ok");
+  EXPECT_EQ(text::printable(std::string("\0\x7f\xff", 3)), "\\x00\\x7f\\xff");
+  EXPECT_EQ(text::printable(std::string(600, 'a'), 10), "aaaaaaaaaa...");
+  EXPECT_EQ(text::printable("ab\ncd", 4), "ab...");
+  EXPECT_EQ(text::printable("ab\ncd", 6), "ab\\x0a...");
+  EXPECT_EQ(text::printable("a b", text::k_whole, " "), "a\\x20b");
+  ddp::Error e{"bad \x1b[2J value", {"caf\xc3\xa9.yaml", 3, 1}};
+  EXPECT_EQ(e.to_string(), "caf\\xc3\\xa9.yaml:3:1: bad \\x1b[2J value");
+}
+
+TEST(Util, PluralNoun) {
+  EXPECT_EQ(text::plural(1, "node"), "1 node");
+  EXPECT_EQ(text::plural(0, "node"), "0 nodes");
+  EXPECT_EQ(text::plural(2, "child", "children"), "2 children");
+  EXPECT_EQ(text::noun(1, "says", "say"), "says");
+  EXPECT_EQ(text::noun(3, "says", "say"), "say");
+}
+
+TEST(Util, ShellQuote) {
+  EXPECT_EQ(ddp::shell::quote("train.py"), "train.py");
+  EXPECT_EQ(ddp::shell::quote(""), "''");
+  EXPECT_EQ(ddp::shell::quote("a b"), "'a b'");
+  EXPECT_EQ(ddp::shell::quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(ddp::shell::quote("$HOME;rm -rf /"), "'$HOME;rm -rf /'");
+  EXPECT_EQ(ddp::shell::quote("a\nb"), "'a\nb'");
+}
+
+TEST(Util, EnvName) {
+  EXPECT_TRUE(ddp::is_env_name("NCCL_SOCKET_IFNAME"));
+  EXPECT_TRUE(ddp::is_env_name("_x1"));
+  EXPECT_FALSE(ddp::is_env_name(""));
+  EXPECT_FALSE(ddp::is_env_name("1X"));
+  EXPECT_FALSE(ddp::is_env_name("A-B"));
+  EXPECT_FALSE(ddp::is_env_name("A B"));
 }
 
 TEST(Util, SplitJoinTrim) {
   EXPECT_EQ(text::split("a,,b", ','), (std::vector<std::string_view>{"a", "", "b"}));
   EXPECT_EQ(text::split("", ','), (std::vector<std::string_view>{""}));
-  EXPECT_EQ(text::join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(text::join(std::vector<std::string>{"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(text::join(std::set<std::string>{"b", "a"}, ","), "a,b");
+  EXPECT_EQ(text::join(std::vector<std::string_view>{}, ","), "");
   EXPECT_EQ(text::trim(" \t x y \r\n"), "x y");
 }
 

@@ -81,8 +81,9 @@ TEST(WatchCrash, AnExceptionIsNamed) {
                        "srun: error: node01: task 1: Exited with exit code 1\n"
                        "0: RuntimeError: Connection reset by peer\n"
                        "srun: error: node01: task 0: Exited with exit code 1\n"),
-            "first failure: rank 1 on node01, exited with code 1: ValueError: batch 7 is empty; "
-            "collateral: rank 0 (ended after it: lost a peer, or stopped by srun)");
+            "first failure: rank 1 on node01, exited with code 1, its last error \"ValueError: "
+            "batch 7 is empty\"; collateral: rank 0 (ended after it: lost a peer, or stopped by "
+            "srun)");
 }
 
 TEST(WatchCrash, OutOfMemory) {
@@ -120,4 +121,85 @@ TEST(WatchCrash, TorchrunTables) {
 
 TEST(WatchCrash, NothingFailed) {
   EXPECT_EQ(summary_of("0: step 1\n"), "");
+}
+
+// What a task prints is never read as srun's word: its own "Job step aborted" does not make the
+// culprit collateral, and "oom-kill" in its output does not make a SIGKILL an out-of-memory kill.
+TEST(WatchCrash, TaskOutputIsNotAFact) {
+  EXPECT_EQ(summary_of("1: srun: Job step aborted: Waiting up to 32 seconds\n"
+                       "2: resuming after oom-kill of the old job\n"
+                       "0: *** STEP 3.0 ON node01 CANCELLED AT 2026 ***\n"
+                       "srun: error: node02: task 3: Killed\n"),
+            "first failure: rank 3 on node02, killed by SIGKILL (signal 9)");
+  // srun's and slurmstepd's own lines are (slurmstepd's may come under a task's label).
+  EXPECT_EQ(summary_of("srun: Job step aborted: Waiting up to 32 seconds for job step\n"
+                       "srun: error: node02: task 3: Killed\n"),
+            "first failure: rank 3 on node02, killed by SIGKILL (signal 9)");
+  EXPECT_EQ(
+      summary_of("1: slurmstepd: error: Detected 1 oom_kill event in StepId=7.0.\n"
+                 "srun: error: node03: task 5: Killed\n"),
+      "first failure: rank 5 on node03, killed by the kernel's out-of-memory killer (SIGKILL)");
+  CrashReader reader;
+  for (const Line& l :
+       fixtures::lines("1: srun: Job step aborted: Waiting up to 32 seconds\n"
+                       "0: *** STEP 3.0 ON node01 CANCELLED AT 2026 ***\n"
+                       "srun: error: node02: task 3: Exited with exit code 2\n"
+                       "0: slurmstepd: error: *** STEP 3.0 ON node01 CANCELLED AT 2026 ***\n"
+                       "srun: error: node01: task 0: Terminated\n")) {
+    reader.add(l);
+  }
+  ASSERT_EQ(reader.facts().ends.size(), 2u);
+  EXPECT_FALSE(reader.facts().ends[0].after_stop);  // the tasks' own words
+  EXPECT_TRUE(reader.facts().ends[1].after_stop);   // slurmstepd's
+  EXPECT_TRUE(is_stepd_line("slurmstepd-node01: error: *** STEP 3.0 ON node01 CANCELLED"));
+  EXPECT_TRUE(is_stepd_line("slurmstepd: error: Detected 1 oom_kill event"));
+  EXPECT_FALSE(is_stepd_line("slurmstepd-a b: error"));
+  EXPECT_FALSE(is_stepd_line("myslurmstepd: error"));
+}
+
+// A command that is not srun prints no srun lines: a forged one is ignored, and under srun a
+// task list beyond any real step is refused rather than expanded (1M ids cost 200 MB).
+TEST(WatchCrash, TaskListsAreBounded) {
+  CrashReader other;
+  other.set_srun(false);
+  other.add(Line{-1, "srun: error: n: tasks 0-1048576: Killed"});
+  EXPECT_TRUE(other.facts().ends.empty());
+  EXPECT_EQ(summary_of("srun: error: n: tasks 0-1048576: Killed\n"), "");
+  EXPECT_FALSE(parse_task_end("srun: error: n: tasks 0-131072: Killed"));
+  auto most = parse_task_end("srun: error: n: tasks 0-131071: Killed");
+  ASSERT_TRUE(most);
+  EXPECT_EQ(most->tasks.size(), 131072u);
+  CrashReader many;
+  many.add(Line{-1, "srun: error: n: tasks 0-131071: Killed"});
+  many.add(Line{-1, "srun: error: m: task 7: Killed"});  // past the total: dropped
+  EXPECT_EQ(many.facts().ends.size(), 1u);
+  EXPECT_EQ(crash_summary(many.facts()).substr(0, 60),
+            "first failure: rank 0 on n, killed by SIGKILL (signal 9); co");
+}
+
+// Two agents print their tables at once, line by line: two entries, not one merged; an exit
+// code that is not a signal's (INT_MIN) is a code.
+TEST(WatchCrash, TorchrunTablesOfTwoAgentsAtOnce) {
+  std::string out =
+      "1: Root Cause (first observed failure):\n2: Root Cause (first observed failure):\n"
+      "1: [0]:\n2: [0]:\n1:   time      : 2026-11-23_14:19:16\n2:   time      : "
+      "2026-11-23_14:19:20\n1:   host      : node02\n2:   host      : node03\n"
+      "1:   rank      : 3 (local_rank: 1)\n2:   rank      : 5 (local_rank: 1)\n"
+      "1:   exitcode  : -2147483648 (pid: 1)\n2:   exitcode  : -9 (pid: 2)\n"
+      "1: ======\n2: ======\n";
+  EXPECT_EQ(summary_of(out, false),
+            "first failure: rank 5 on node03, killed by SIGKILL (signal 9); collateral: rank 3 "
+            "(ended after it: lost a peer, or stopped by srun)");
+  CrashReader reader;
+  reader.set_task_is_rank(false);
+  for (const Line& l : fixtures::lines(out)) reader.add(l);
+  ASSERT_EQ(reader.facts().workers.size(), 2u);
+  EXPECT_EQ(reader.facts().workers[0].exit_code, -2147483648);
+  std::string alone =
+      "1: Root Cause (first observed failure):\n1: [0]:\n1:   host      : n\n"
+      "1:   rank      : 3 (local_rank: 1)\n1:   exitcode  : -2147483648 (pid: 1)\n"
+      "1: ======\n";
+  EXPECT_EQ(summary_of(alone, false), "first failure: rank 3 on n, exited with code -2147483648");
+  // Entries outside a table are a task's own text.
+  EXPECT_EQ(summary_of("1: [0]:\n1:   rank      : 3\n1:   exitcode  : -9\n1: ======\n", false), "");
 }

@@ -43,12 +43,46 @@ TEST(WatchOptions, RejectsWithTheCulprit) {
   }
 }
 
-TEST(WatchOptions, RecognisesTorchrun) {
-  EXPECT_TRUE(launches_torchrun({"srun", "--ddp=torchrun", "torchrun", "train.py"}));
-  EXPECT_TRUE(launches_torchrun({"srun", "/usr/bin/torchrun", "train.py"}));
-  EXPECT_TRUE(launches_torchrun({"srun", "python3", "-m", "torch.distributed.run", "t.py"}));
-  EXPECT_FALSE(launches_torchrun({"srun", "--ddp", "python3", "train.py"}));
-  EXPECT_FALSE(launches_torchrun({"srun", "--ddp=torchrun", "python3", "t.py"}));
+TEST(WatchOptions, RecognisesPerNodeLaunchers) {
+  EXPECT_TRUE(launches_per_node({"srun", "--ddp=torchrun", "torchrun", "train.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "/usr/bin/torchrun", "train.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "python3", "-m", "torch.distributed.run", "t.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "-N", "2", "--ntasks", "2", "torchrun", "t.py"}));
+  EXPECT_TRUE(launches_per_node({"torchrun", "--standalone", "t.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "env", "A=1", "torchrun", "t.py"}));
+  // ddpgen's accelerate launcher: a shell that execs accelerate launch on each node.
+  EXPECT_TRUE(launches_per_node({"srun", "--ddp=torchrun", "--ntasks-per-node=1", "bash", "-c",
+                                 "exec accelerate launch --num_machines=\"$NNODES\" \"$@\"",
+                                 "ddpgen-task", "train.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "accelerate", "launch", "train.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "python3", "-m", "accelerate.commands.launch", "t.py"}));
+  EXPECT_FALSE(launches_per_node({"srun", "--ddp", "python3", "train.py"}));
+  EXPECT_FALSE(launches_per_node({"srun", "--ddp=torchrun", "python3", "t.py"}));
+  // An argument that ends in /torchrun is not the program.
+  EXPECT_FALSE(launches_per_node({"srun", "python3", "train.py", "--out", "/runs/torchrun"}));
+  EXPECT_FALSE(launches_per_node({"srun", "-o", "/logs/torchrun", "python3", "t.py"}));
+  EXPECT_FALSE(launches_per_node({"srun", "accelerate", "config"}));
+  EXPECT_FALSE(launches_per_node({"srun", "python3", "t.py", "-m", "torch.distributed.run"}));
+  EXPECT_FALSE(launches_per_node({"srun", "bash", "-c", "python3 t.py /x/torchrun"}));
+  EXPECT_FALSE(launches_per_node({}));
+  EXPECT_FALSE(launches_per_node({"srun"}));
+}
+
+TEST(WatchOptions, SrunOutputToFiles) {
+  auto none = srun_output_files({"srun", "-n", "2", "python3", "t.py", "-o", "x"});
+  EXPECT_TRUE(none.plain.empty());
+  EXPECT_TRUE(none.patterned.empty());
+  auto plain = srun_output_files({"srun", "-o", "out.txt", "--error=err.txt", "-n", "2", "p"});
+  EXPECT_EQ(plain.plain, (std::vector<std::string>{"out.txt", "err.txt"}));
+  EXPECT_TRUE(plain.patterned.empty());
+  auto patterned = srun_output_files({"srun", "--output", "out-%t.txt", "-eerr.txt", "p"});
+  EXPECT_EQ(patterned.plain, (std::vector<std::string>{"err.txt"}));
+  EXPECT_EQ(patterned.patterned, (std::vector<std::string>{"out-%t.txt"}));
+  auto moved = srun_output_files({"srun", "-D", "/w", "-o", "o.txt", "-e", "/abs/e.txt", "p"});
+  EXPECT_EQ(moved.plain, (std::vector<std::string>{"/abs/e.txt"}));
+  EXPECT_EQ(moved.patterned, (std::vector<std::string>{"o.txt"}));
+  EXPECT_TRUE(srun_output_files({"torchrun", "-o", "x"}).plain.empty());
+  EXPECT_TRUE(srun_output_files({"srun", "--output=none", "p"}).plain.empty());
 }
 
 TEST(WatchOptions, RecognisesSrun) {

@@ -18,6 +18,26 @@ CrashFacts ends_of(const std::string& text, bool task_is_rank = true) {
   return reader.facts();
 }
 
+// The helper's notice for a process of task 1 on node02 (rank -1: the launcher).
+StepProcess notice(pid_t pid, int rank) {
+  StepProcess p;
+  p.pid = pid;
+  p.task = 1;
+  p.rank = rank;
+  p.node = "node02";
+  p.role = rank < 0 ? Role::launcher : Role::main;
+  return p;
+}
+
+const std::string k_stuck =
+    "1: Fatal Python error: Aborted\n1: \n1: Current thread 0x1 (most recent call first):\n"
+    "1:   File \"/work/train.py\", line 8 in load_batch\n"
+    "1:   File \"/work/train.py\", line 11 in <module>\n1: \n";
+const std::string k_agent =
+    "1: Fatal Python error: Aborted\n1: \n1: Current thread 0x2 (most recent call first):\n"
+    "1:   File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py\", "
+    "line 850 in _invoke_run\n1:   File \"/usr/bin/torchrun\", line 33 in <module>\n1: \n";
+
 }  // namespace
 
 TEST(WatchVerdict, NamesTheRankThatIsElsewhere) {
@@ -76,7 +96,9 @@ TEST(WatchVerdict, ClassifiesByTheStack) {
     Dump d;
     d.task = 2;
     d.threads.push_back(Thread{true, c.frames});
-    Process p = classify(d, Layout{{{2, "node02"}}, true, {}});
+    Layout layout;
+    layout.node_of_task = {{2, "node02"}};
+    Process p = classify(d, layout);
     EXPECT_EQ(p.state, c.state) << c.where;
     EXPECT_EQ(p.collective, c.collective);
     EXPECT_EQ(p.where.file, c.where);
@@ -118,18 +140,11 @@ TEST(WatchVerdict, TorchrunWorkersAreCountedPerNode) {
             "train.py:12 in <module>: no rank is elsewhere (suspect the network or a device)");
 }
 
-// Under torchrun the helper's notices say which rank printed which of a task's dumps.
+// Under torchrun without markers (stderr not a pipe) the helper's notices say, by position,
+// which rank printed which of a task's dumps.
 TEST(WatchVerdict, TorchrunRanksFromTheHelper) {
-  std::string stuck =
-      "1: Fatal Python error: Aborted\n1: \n1: Current thread 0x1 (most recent call first):\n"
-      "1:   File \"/work/train.py\", line 8 in load_batch\n"
-      "1:   File \"/work/train.py\", line 11 in <module>\n1: \n";
-  std::string agent =
-      "1: Fatal Python error: Aborted\n1: \n1: Current thread 0x2 (most recent call first):\n"
-      "1:   File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/agent/server/api.py\", "
-      "line 850 in _invoke_run\n1:   File \"/usr/bin/torchrun\", line 33 in <module>\n1: \n";
-  std::string out = fixtures::waiting(1) + stuck + agent;
-  std::vector<StepProcess> notices = {{10, 0, 1, 2}, {11, 0, 1, 3}, {9, 0, 1, -1}};
+  std::string out = fixtures::waiting(1) + k_stuck + k_agent;
+  std::vector<StepProcess> notices = {notice(10, 2), notice(11, 3), notice(9, -1)};
   CrashReader reader;
   reader.set_task_is_rank(false);
   reader.add(split_label("srun: error: node02: task 1: Aborted"));
@@ -161,4 +176,40 @@ TEST(WatchVerdict, OneHungRankAmong256NodesIsOneShortLine) {
             "rank 517 on node130 at train.py:8 in load_batch; ranks 0-516,518-1023 on "
             "node[001-256] wait in all_reduce at train.py:12 in <module>");
   EXPECT_LT(line.size(), 300u);
+}
+
+// With the helper's markers in the stream, a worker that printed nothing (no longer Python) is
+// named with its node, and the next worker's dump stays its own: by pid, not by position.
+TEST(WatchVerdict, MarkedDumpsAreAttributedByPid) {
+  std::string out = "1: ddp-watch-dump: pid 10\n1: ddp-watch-dump: pid 11\n" + k_stuck +
+                    "1: ddp-watch-dump: pid 9\n" + k_agent;
+  std::vector<StepProcess> notices = {notice(10, 2), notice(11, 3), notice(9, -1)};
+  CrashReader reader;
+  reader.set_task_is_rank(false);
+  StallReport r = stall_report(fixtures::lines(out), reader.facts(), {1}, notices);
+  EXPECT_EQ(r.verdict,
+            "rank 2 on node02 printed no stack (stuck in the kernel or a device, or not Python); "
+            "rank 3 on node02 at train.py:8 in load_batch");
+  EXPECT_EQ(r.dumps, 2u);
+  EXPECT_NE(r.stacks.find("=== task 1, rank 3, node node02, elsewhere ==="), std::string::npos);
+  EXPECT_NE(r.stacks.find("=== task 1, node node02, launcher ==="), std::string::npos);
+}
+
+// A DataLoader worker that dumped anyway (the step was signalled as a whole) is its rank's
+// child, not a rank elsewhere.
+TEST(WatchVerdict, ADataLoaderWorkerIsAChildNotARank) {
+  std::string worker =
+      "0: Fatal Python error: Aborted\n0: \n0: Current thread 0x3 (most recent call first):\n"
+      "0:   File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 9 in get\n"
+      "0:   File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 3 "
+      "in _worker_loop\n"
+      "0:   File \"/usr/lib/python3.11/multiprocessing/process.py\", line 108 in run\n"
+      "0:   File \"/usr/lib/python3.11/multiprocessing/process.py\", line 314 in _bootstrap\n0: \n";
+  std::string out = fixtures::waiting(0) + worker + fixtures::waiting(1);
+  StallReport r = stall_report(fixtures::lines(out), CrashFacts{}, {0, 1});
+  EXPECT_EQ(r.verdict,
+            "every rank waits in the same place, ranks 0,1 on an unknown node wait in all_reduce "
+            "at train.py:12 in <module>: no rank is elsewhere (suspect the network or a device)");
+  EXPECT_NE(r.stacks.find("=== task 0, rank 0, a child process of the rank ==="),
+            std::string::npos);
 }

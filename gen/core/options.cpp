@@ -1,0 +1,144 @@
+#include "gen/core/options.hpp"
+
+#include <algorithm>
+#include <span>
+
+#include "gen/core/shell.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddpgen::options {
+namespace {
+
+// An option ddpgen computes, the job key that sets it and, for a profile, where the site says it.
+struct Owned {
+  std::string_view option;
+  std::string_view job_key;
+  std::string_view profile_key;  // empty: a profile has no say (it is the job's)
+};
+
+constexpr Owned k_sbatch[] = {
+    {"--job-name", "name", ""},
+    {"--account", "account", "account.required"},
+    {"--partition", "partition", "partitions[].name"},
+    {"--qos", "qos", ""},
+    {"--constraint", "constraint", "partitions[].constraint"},
+    {"--nodes", "nodes", ""},
+    {"--ntasks", "procs_per_node", ""},
+    {"--ntasks-per-node", "procs_per_node", ""},
+    {"--ntasks-per-gpu", "procs_per_node", ""},
+    {"--cpus-per-task", "", "cpus_per_gpu"},
+    {"--gpus", "gpus_per_node", "node.gpus"},
+    {"--gpus-per-node", "gpus_per_node", "node.gpus"},
+    {"--gpus-per-task", "gpus_per_node", "node.gpus"},
+    {"--time", "time", "partitions[].max_time"},
+    {"--output", "output", ""},
+    {"--error", "error", ""},
+    {"--mail-user", "mail.user", ""},
+    {"--mail-type", "mail.type", ""},
+    {"--signal", "checkpoint.requeue", ""},
+    {"--requeue", "checkpoint.requeue", ""},
+    {"--no-requeue", "checkpoint.requeue", ""},
+    {"--wrap", "script", ""},
+    {"--ddp", "", "ddp_plugin"},
+};
+
+constexpr Owned k_srun[] = {
+    {"--nodes", "nodes", ""},
+    {"--ntasks", "procs_per_node", ""},
+    {"--ntasks-per-node", "procs_per_node", ""},
+    {"--cpus-per-task", "", "cpus_per_gpu"},
+    {"--gpus", "gpus_per_node", ""},
+    {"--gpus-per-node", "gpus_per_node", ""},
+    {"--gpus-per-task", "gpus_per_node", ""},
+    {"--gres", "gpus_per_node", ""},
+    {"--ddp", "", "ddp_plugin"},
+    {"--container-image", "container.image", ""},
+    {"--container-mounts", "container.mounts", ""},
+    {"--container-workdir", "container.workdir", ""},
+    {"--environment", "container (runtime: edf)", ""},
+    {"--kill-on-bad-exit", "", ""},
+};
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
+}
+
+// The advice for an option ddpgen computes.
+std::string owned_advice(const Owned& o, Source source) {
+  const std::string opt(o.option);
+  if (opt == "--kill-on-bad-exit")
+    return "ddpgen always passes --kill-on-bad-exit=1, so that one failed rank ends the step";
+  const std::string computed = "ddpgen computes " + opt;
+  if (source == Source::profile_sbatch) {
+    if (!o.profile_key.empty())
+      return computed + ": set " + ddp::text::quote(std::string(o.profile_key));
+    return computed + " from the job's " + ddp::text::quote(std::string(o.job_key)) +
+           ", which a profile cannot set";
+  }
+  if (o.job_key.empty())
+    return computed + " from the profile's " + ddp::text::quote(std::string(o.profile_key)) +
+           ", which a job cannot set";
+  return computed + ": set the job key " + ddp::text::quote(std::string(o.job_key)) + " instead";
+}
+
+}  // namespace
+
+std::string name(std::string_view token) {
+  return std::string(token.substr(0, token.find('=')));
+}
+
+bool gres_has_gpu(std::string_view value) {
+  for (auto item : ddp::text::split(value, ',')) {
+    const auto type = item.substr(0, item.find(':'));
+    if (type == "gpu") return true;
+  }
+  return false;
+}
+
+std::optional<std::string> problem(std::string_view token, Source source) {
+  const std::string opt = name(token);
+  bool well_formed = opt.size() > 2 && opt.starts_with("--");
+  for (char c : std::string_view(opt).substr(std::min<std::size_t>(2, opt.size())))
+    well_formed = well_formed && is_name_char(c);
+  if (!well_formed)
+    return std::string("is not one --option[=value] token (write a short option in its long ") +
+           "form: --label for -l, --nodes for -N)";
+  if (source != Source::job_srun)
+    if (auto p = shell::sbatch_value_problem(token)) return "cannot be an #SBATCH line: it " + *p;
+  const std::string lead = ": ";
+  const bool srun = source == Source::job_srun;
+  for (const Owned& o : srun ? std::span<const Owned>(k_srun) : std::span<const Owned>(k_sbatch)) {
+    if (opt != o.option) continue;
+    if (srun && token == "--kill-on-bad-exit=1") return std::nullopt;
+    return lead + owned_advice(o, source);
+  }
+  if (!srun && opt == "--gres" &&
+      gres_has_gpu(token.substr(std::min(token.size(), opt.size() + 1))))
+    return std::string(": ddpgen computes the GPUs of --gres: set \"gpus_per_node\" (and ") +
+           "\"gpu_type\"); other generic resources (nvme:100) are added to ddpgen's --gres";
+  return std::nullopt;
+}
+
+std::vector<std::string> decode(const StrictReader& r, const YAML::Node& node,
+                                const std::string& path, Source source) {
+  auto list = r.strings(node, path);
+  auto refuse = [&](std::size_t i, const std::string& why) {
+    r.reject(node[i], path,
+             ddp::text::quote(path) + ": " + ddp::text::quote(list[i]) +
+                 (why.starts_with(":") ? "" : " ") + why);
+  };
+  // "[--gres=gpu:4,nvme:100]" is two items to YAML, the second without "--": said first, since
+  // the first half may be wrong on its own too.
+  for (std::size_t i = 1; i < list.size(); ++i)
+    if (node.Style() == YAML::EmitterStyle::Flow && !list[i].starts_with("-"))
+      refuse(i,
+             "is not an option: in a [...] list a comma separates items; quote an option "
+             "that holds one, as in " +
+                 ddp::text::quote(list[i - 1] + "," + list[i]));
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (auto why = problem(list[i], source)) refuse(i, *why);
+  return list;
+}
+
+}  // namespace ddpgen::options

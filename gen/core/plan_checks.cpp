@@ -1,0 +1,150 @@
+// The checks of a job's values before anything is planned: text that reaches an #SBATCH line,
+// mail types, run-time references, and the keys that only some launchers take.
+#include <algorithm>
+#include <cctype>
+
+#include "gen/core/duration.hpp"
+#include "gen/core/plan_parts.hpp"
+#include "gen/core/references.hpp"
+#include "gen/core/shell.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddpgen::detail {
+namespace {
+
+const std::vector<std::string> k_mail_types = {
+    "NONE",          "BEGIN",          "END",        "FAIL",       "REQUEUE",
+    "ALL",           "INVALID_DEPEND", "STAGE_OUT",  "TIME_LIMIT", "TIME_LIMIT_90",
+    "TIME_LIMIT_80", "TIME_LIMIT_50",  "ARRAY_TASKS"};
+
+void check_sbatch_value(const Job& job, const std::string& key, const std::string& value) {
+  if (auto problem = shell::sbatch_value_problem(value))
+    reject(job, key,
+           ddp::text::quote(key) + " " + *problem + "; it is written into an #SBATCH line");
+}
+
+void check_mail(const Job& job) {
+  if (!job.mail) return;
+  if (!job.mail->user.empty()) check_sbatch_value(job, "mail", job.mail->user);
+  for (auto item : ddp::text::split(job.mail->type, ',')) {
+    std::string upper(item);
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (std::find(k_mail_types.begin(), k_mail_types.end(), upper) == k_mail_types.end())
+      reject(job, "mail",
+             "\"mail.type\": unknown type " + ddp::text::quote(item) +
+                 " (valid: comma-separated NONE, BEGIN, END, FAIL, REQUEUE, ALL, "
+                 "TIME_LIMIT, TIME_LIMIT_90, ...; any case)");
+  }
+}
+
+// The names a value of this job may reference.
+std::vector<std::string> reference_names(const Job& job, const Profile& profile) {
+  std::vector<std::string> names = refs::slurm_job_variables();
+  for (const auto& [key, value] : job.env) names.push_back(key);
+  names.insert(names.end(), profile.variables.begin(), profile.variables.end());
+  if (job.launcher == Launcher::none) {
+    const auto& more = refs::batch_launch_variables();
+    names.insert(names.end(), more.begin(), more.end());
+  }
+  return names;
+}
+
+std::vector<Error> check_references(const Job& job, const Profile& profile) {
+  const auto names = reference_names(job, profile);
+  std::vector<Error> warnings;
+  auto check = [&](const std::string& key, const std::string& shown, const std::string& value) {
+    if (auto problem = refs::problem(value, names, shown)) reject(job, key, *problem);
+    for (const auto& name : refs::unbraced(value, names))
+      warnings.push_back({ddp::text::quote(shown) + ": $" + name + " stays as written; write ${" +
+                              name + "} for its value when the job runs",
+                          job.at(key)});
+  };
+  for (std::size_t i = 0; i < job.args.size(); ++i)
+    check("args", "args[" + std::to_string(i) + "]", job.args[i]);
+  for (const auto& [key, value] : job.env) check("env", "env." + key, value);
+  if (job.checkpoint) check("checkpoint", "checkpoint.dir", job.checkpoint->dir);
+  if (job.container) {
+    check("container", "container.image", job.container->image);
+    check("container", "container.workdir", job.container->workdir);
+    for (const auto& m : job.container->mounts) check("container", "container.mounts", m);
+    // The profile's binds join the job's mounts, so they follow the same rule; an error names
+    // the profile's line.
+    const auto at = profile.origin.find("container.binds");
+    for (const auto& bind : profile.container_binds)
+      if (auto problem = refs::problem(bind, names, "container.binds"))
+        throw Error{*problem, {at == profile.origin.end() ? profile.name : at->second, 0, 0}};
+  }
+  for (const auto& [key, value] : {std::pair{"output", job.output}, {"error", job.error}}) {
+    std::string pattern;
+    if (auto problem = refs::filename_pattern(value, &pattern))
+      reject(job, key, ddp::text::quote(std::string(key)) + ": " + *problem);
+    if (!pattern.empty()) check_sbatch_value(job, key, pattern);
+  }
+  return warnings;
+}
+
+// Keys that only some launchers take.
+void check_launcher_keys(const Job& job) {
+  const Launcher l = job.launcher;
+  if (!job.accelerate_config.empty() && l != Launcher::accelerate)
+    reject(job, "accelerate", "\"accelerate\" is for launcher accelerate");
+  if (!job.python.empty() && (l == Launcher::accelerate || l == Launcher::fairseq))
+    reject(job, "python",
+           std::string("\"python\" is not used by launcher ") + launcher_name(l) +
+               " (it runs the script with its own program); torchrun, srun, lightning and none "
+               "use it");
+  if (l == Launcher::lightning && (job.name == "bash" || job.name == "interactive"))
+    reject(job, "name",
+           "launcher lightning: a job named " + ddp::text::quote(job.name) +
+               " makes Lightning treat it as interactive and ignore Slurm; choose another name");
+  if (l != Launcher::none) return;
+  if (!job.srun.empty())
+    reject(job, "srun", "launcher none runs no training step: \"srun\" has nothing to apply to");
+  if (job.container)
+    reject(job, "container",
+           "launcher none runs the program in the batch shell, not in a container step; start "
+           "the container from the program's own launcher");
+  if (job.watchdog)
+    reject(job, "watchdog", "launcher none: ddp-watch watches an srun step, and there is none");
+}
+
+}  // namespace
+
+void reject(const Job& job, const std::string& key, const std::string& message) {
+  throw Error{message, job.at(key)};
+}
+
+std::vector<Error> check_job(const Job& job, const Profile& profile) {
+  if (job.account.empty() && profile.account_required)
+    reject(job, "account",
+           "profile " + ddp::text::quote(profile.name) + " requires an account: add \"account: " +
+               ddp::text::printable(profile.account_hint) +
+               "\" to the job file or pass --set account=" +
+               ddp::text::printable(profile.account_hint));
+  for (const auto& [key, value] : {std::pair{"account", job.account},
+                                   {"name", job.name},
+                                   {"qos", job.qos},
+                                   {"constraint", job.constraint}})
+    if (!value.empty()) check_sbatch_value(job, key, value);
+  auto warnings = check_references(job, profile);
+  check_mail(job);
+  check_launcher_keys(job);
+  if (job.script.starts_with("-"))
+    reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
+  if (job.container && job.container->image.starts_with("-"))
+    reject(job, "container",
+           "\"container.image\" must not start with '-' (it would be read as an option)");
+  if (!job.task_prefix.empty() && job.task_prefix.front().starts_with("-"))
+    reject(job, "task_prefix", "\"task_prefix\" must start with a program, not an option");
+  if (job.watchdog && job.watchdog->requeue && !(job.checkpoint && job.checkpoint->requeue))
+    reject(job, "watchdog",
+           "\"watchdog.on_stall: requeue\" needs \"checkpoint.requeue: true\": the restart cap "
+           "(checkpoint.max_restarts) and the requeue of this task alone come from there");
+  if (job.checkpoint && job.checkpoint->signal_time >= job.time)
+    reject(job, "checkpoint",
+           "\"checkpoint.signal_time\" (" + std::to_string(job.checkpoint->signal_time) +
+               " s) must be shorter than the time limit (" + duration::format(job.time) + ")");
+  return warnings;
+}
+
+}  // namespace ddpgen::detail

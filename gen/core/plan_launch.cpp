@@ -1,0 +1,159 @@
+// The launch of the training step: srun's options, the container, the per-task wrapper and the
+// command; for launcher none, the command the batch shell runs once.
+#include <algorithm>
+
+#include "gen/core/plan_parts.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddpgen::detail {
+namespace {
+
+std::string container_runtime(const Job& job, const Profile& profile) {
+  const auto& runtimes = profile.container_runtimes;
+  if (runtimes.empty())
+    reject(job, "container",
+           "profile " + ddp::text::quote(profile.name) + " has no container runtime");
+  const std::string& wanted =
+      job.container->runtime.empty() ? runtimes.front() : job.container->runtime;
+  if (std::find(runtimes.begin(), runtimes.end(), wanted) == runtimes.end())
+    reject(job, "container",
+           "profile " + ddp::text::quote(profile.name) + " has no container runtime " +
+               ddp::text::quote(wanted) + " (valid: " + ddp::text::join(runtimes, ", ") + ")");
+  return wanted;
+}
+
+// A word of user text whose run-time references expand.
+Word expanding(std::string raw, const std::string& user) {
+  return Word{std::move(raw), user, true};
+}
+
+// pyxis and CSCS's container engine are srun options; the others wrap the command.
+void add_container(Plan& plan, const Job& job, const Profile& profile) {
+  const Container& c = *job.container;
+  const std::string runtime = container_runtime(job, profile);
+  std::vector<std::string> mounts = profile.container_binds;
+  mounts.insert(mounts.end(), c.mounts.begin(), c.mounts.end());
+  auto& s = plan.srun_words;
+  auto& w = plan.container_words;
+  if (runtime == "edf") {
+    if (!c.mounts.empty() || !c.workdir.empty())
+      reject(job, "container",
+             "runtime edf: mounts and the working directory are set in the environment "
+             "definition file (mounts, workdir), not in the job file");
+    s.push_back(expanding("--environment=", c.image));
+    return;
+  }
+  if (runtime == "pyxis") {
+    s.push_back(expanding("--container-image=", c.image));
+    std::string joined;
+    for (const auto& m : mounts) joined += (joined.empty() ? "" : ",") + m;
+    if (!joined.empty()) s.push_back(expanding("--container-mounts=", joined));
+    if (!c.workdir.empty()) s.push_back(expanding("--container-workdir=", c.workdir));
+    return;
+  }
+  const bool gpus = plan.gpus_per_node > 0;
+  if (runtime == "shifter") {
+    w.push_back(expanding("shifter --image=", c.image));
+    for (const auto& m : mounts) w.push_back(expanding("--volume=", m));
+    if (!c.workdir.empty()) w.push_back(expanding("--workdir=", c.workdir));
+    return;
+  }
+  if (runtime == "podman-hpc") {
+    // The tasks' environment (the DDP variables above all) reaches the container only when
+    // asked for; the rendezvous needs the host's network.
+    w.push_back(
+        {std::string("podman-hpc run --rm --net=host --env-host") + (gpus ? " --gpu" : ""), {}});
+    for (const auto& m : mounts) w.push_back(expanding("--volume=", m));
+    if (!c.workdir.empty()) w.push_back(expanding("--workdir=", c.workdir));
+    w.push_back(expanding("", c.image));
+    return;
+  }
+  // --nv/--rocm only with GPUs: on a node without the vendor's driver they print a warning per
+  // task and bind nothing.
+  const char* gpu_flag = !gpus ? "" : profile.gpu_vendor == "amd" ? " --rocm" : " --nv";
+  w.push_back({runtime + " exec" + gpu_flag, {}});
+  for (const auto& m : mounts) w.push_back(expanding("--bind ", m));
+  if (!c.workdir.empty()) w.push_back(expanding("--pwd ", c.workdir));
+  w.push_back(expanding("", c.image));
+}
+
+// accelerate launch with the job's layout: the number of processes is the job's, not a guess
+// of the launcher's, and the address and port are the ones exported to the task.
+void set_accelerate(Plan& plan, const Job& job) {
+  const long world = plan.nodes * plan.procs_per_node;
+  plan.wrapper_exec =
+      "exec accelerate launch --num_machines=\"$NNODES\" "
+      "--machine_rank=\"$NODE_RANK\" --main_process_ip=\"$MASTER_ADDR\" "
+      "--main_process_port=\"$MASTER_PORT\" --num_processes=" +
+      std::to_string(world) + " \"$@\"";
+  // Without a config file, --multi_gpu selects accelerate's torch.distributed launcher, which
+  // starts procs_per_node processes on CPU nodes as on GPU nodes (accelerate refuses it for one
+  // process, which its simple launcher runs); a config file chooses for itself (FSDP,
+  // DeepSpeed) and is not overridden.
+  if (!job.accelerate_config.empty())
+    plan.wrapper_args.push_back({"--config_file=", job.accelerate_config});
+  else if (world > 1)
+    plan.wrapper_args.push_back({"--multi_gpu", {}});
+}
+
+void add_command(Plan& plan, const Job& job, const Profile& profile) {
+  const auto& python = job.python.empty() ? profile.python : job.python;
+  auto& cmd = plan.command_words;
+  plan.wrapped = !plan.plugin || job.launcher == Launcher::accelerate;
+  plan.wrapper_exec = "exec \"$@\"";
+  switch (job.launcher) {
+    case Launcher::torchrun:
+      // A job's python runs torchrun as its module ("python3 -u -m torch.distributed.run").
+      for (const auto& word : job.python) cmd.push_back({"", word});
+      // The underscore spelling: torchrun before PyTorch 2.0 (Debian 12's 1.13) knows no
+      // other, and later releases still accept it.
+      cmd.push_back({std::string(job.python.empty() ? "torchrun" : "-m torch.distributed.run") +
+                         " --nproc_per_node=" + std::to_string(plan.procs_per_node),
+                     {}});
+      break;
+    case Launcher::accelerate:
+      set_accelerate(plan, job);
+      break;
+    case Launcher::srun:
+    case Launcher::lightning:
+      for (const auto& word : python) cmd.push_back({"", word});
+      break;
+    case Launcher::none:
+      plan.wrapped = false;
+      if (job.script.ends_with(".py"))
+        for (const auto& word : python) cmd.push_back({"", word});
+      break;
+    case Launcher::fairseq:
+      cmd.push_back({"fairseq-train", {}});
+      break;
+  }
+  cmd.push_back({"", job.script});
+  for (const auto& a : job.args) cmd.push_back(expanding("", a));
+}
+
+}  // namespace
+
+void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_per_node) {
+  for (const auto& word : job.task_prefix) plan.prefix_words.push_back({"", word});
+  if (job.launcher == Launcher::none) {
+    plan.batch_launch = true;
+    add_command(plan, job, profile);
+    return;
+  }
+  auto& s = plan.srun_words;
+  if (plan.plugin) s.push_back({plan.torchrun_mode ? "--ddp=torchrun" : "--ddp", {}});
+  s.push_back({"--ntasks-per-node=" + std::to_string(tasks_per_node), {}});
+  // srun does not inherit --cpus-per-task from sbatch in Slurm 22.05 to 23.02: repeat it.
+  if (plan.cpus_per_task)
+    s.push_back({"--cpus-per-task=" + std::to_string(*plan.cpus_per_task), {}});
+  // Not --kill-on-bad-exit for the preflight: every rank lives to print its own diagnosis,
+  // and ddp-check bounds the step itself.
+  if (plan.preflight) plan.preflight_words = s;
+  s.push_back({"--kill-on-bad-exit=1", {}});
+  for (const auto& option : job.srun)
+    if (option != "--kill-on-bad-exit=1") s.push_back({"", option});
+  if (job.container) add_container(plan, job, profile);
+  add_command(plan, job, profile);
+}
+
+}  // namespace ddpgen::detail

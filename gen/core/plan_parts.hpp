@@ -1,0 +1,22 @@
+// The parts of plan() (gen/core/plan.cpp): the checks of a job's values, and the launch. Used
+// by plan.cpp only; declared here so that each part is a file of its own.
+#pragma once
+
+#include <string>
+
+#include "gen/core/plan.hpp"
+
+namespace ddpgen::detail {
+
+// Throws the error message at the job key key (its FILE:LINE:COL).
+[[noreturn]] void reject(const Job& job, const std::string& key, const std::string& message);
+
+// Checks the job's values that do not depend on the chosen partition; throws the first problem
+// and returns the warnings.
+std::vector<Error> check_job(const Job& job, const Profile& profile);
+
+// The srun options, the container and the command of the training step (or, for launcher none,
+// the command the batch shell runs).
+void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_per_node);
+
+}  // namespace ddpgen::detail

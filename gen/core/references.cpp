@@ -1,0 +1,152 @@
+#include "gen/core/references.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
+#include "gen/core/shell.hpp"
+#include "libddp/util/rules.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddpgen::refs {
+namespace {
+
+// Variables that differ between tasks or exist only inside a step: in the batch shell, where
+// a value expands, they would be the batch shell's (often unset), never each task's own.
+const std::vector<std::string>& per_task_variables() {
+  static const std::vector<std::string> names = {
+      "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",     "SLURM_STEP_ID", "SLURM_STEPID",
+      "RANK",         "LOCAL_RANK",    "LOCAL_WORLD_SIZE", "GROUP_RANK",    "NODE_RANK",
+      "WORLD_SIZE",   "MASTER_ADDR",   "MASTER_PORT",      "NNODES",        "SLURM_STEP_NODELIST"};
+  return names;
+}
+
+// sbatch's filename patterns for the references that have one (man sbatch, "filename pattern").
+constexpr std::pair<std::string_view, std::string_view> k_patterns[] = {
+    {"SLURM_JOB_ID", "%j"},        {"SLURM_JOBID", "%j"},    {"SLURM_ARRAY_JOB_ID", "%A"},
+    {"SLURM_ARRAY_TASK_ID", "%a"}, {"SLURM_JOB_NAME", "%x"}, {"USER", "%u"},
+    {"SLURM_JOB_USER", "%u"},
+};
+
+// The end of the reference "${NAME}" at text[at], or at when there is none there.
+std::size_t reference_end(std::string_view text, std::size_t at) {
+  if (text.substr(at, 2) != "${") return at;
+  const auto close = text.find('}', at + 2);
+  if (close == std::string_view::npos || close == at + 2) return at;
+  return ddp::is_env_name(text.substr(at + 2, close - at - 2)) ? close + 1 : at;
+}
+
+bool contains(const std::vector<std::string>& list, std::string_view name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+}  // namespace
+
+const std::vector<std::string>& slurm_job_variables() {
+  static const std::vector<std::string> names = {
+      "SLURM_JOB_ID",
+      "SLURM_JOBID",
+      "SLURM_JOB_NAME",
+      "SLURM_JOB_USER",
+      "SLURM_JOB_ACCOUNT",
+      "SLURM_JOB_PARTITION",
+      "SLURM_JOB_QOS",
+      "SLURM_JOB_NODELIST",
+      "SLURM_JOB_NUM_NODES",
+      "SLURM_NNODES",
+      "SLURM_NTASKS",
+      "SLURM_NTASKS_PER_NODE",
+      "SLURM_CPUS_PER_TASK",
+      "SLURM_GPUS_ON_NODE",
+      "SLURM_ARRAY_JOB_ID",
+      "SLURM_ARRAY_TASK_ID",
+      "SLURM_ARRAY_TASK_COUNT",
+      "SLURM_ARRAY_TASK_MIN",
+      "SLURM_ARRAY_TASK_MAX",
+      "SLURM_SUBMIT_DIR",
+      "SLURM_SUBMIT_HOST",
+      "SLURM_CLUSTER_NAME",
+      "SLURM_RESTART_COUNT",
+      "SLURM_TASKS_PER_NODE",
+      "SLURM_JOB_CPUS_PER_NODE",
+      "SLURMD_NODENAME",
+      "USER",
+      "HOME",
+  };
+  return names;
+}
+
+const std::vector<std::string>& batch_launch_variables() {
+  static const std::vector<std::string> names = {"MASTER_ADDR", "MASTER_PORT",    "NNODES",
+                                                 "WORLD_SIZE",  "NPROC_PER_NODE", "DDP_HOSTS",
+                                                 "DDP_HOSTFILE"};
+  return names;
+}
+
+std::vector<std::string> names(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const std::size_t end = reference_end(text, i);
+    if (end == i) continue;
+    out.emplace_back(text.substr(i + 2, end - i - 3));
+    i = end - 1;
+  }
+  return out;
+}
+
+std::optional<std::string> problem(std::string_view text, const std::vector<std::string>& allowed,
+                                   const std::string& key) {
+  for (const auto& name : names(text)) {
+    if (contains(allowed, name)) continue;
+    const std::string head = ddp::text::quote(key) + ": ${" + name + "} ";
+    if (contains(per_task_variables(), name))
+      return head + "differs per task, and values expand once, in the batch shell: read " + name +
+             " in the program instead";
+    std::string message = head + "is not a variable this job can rely on";
+    const std::string close = ddp::text::did_you_mean(name, allowed);
+    if (!close.empty()) message += " (did you mean ${" + close + "}?)";
+    return message + "; names that expand: Slurm's job variables (SLURM_JOB_ID, " +
+           "SLURM_ARRAY_TASK_ID, SLURM_SUBMIT_DIR, ...), USER, HOME, the job's env keys and " +
+           "the profile's variables";
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> unbraced(std::string_view text, const std::vector<std::string>& allowed) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] != '$') continue;
+    std::size_t end = i + 1;
+    while (end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
+      ++end;
+    const std::string name(text.substr(i + 1, end - i - 1));
+    if (ddp::is_env_name(name) && contains(allowed, name)) out.push_back(name);
+    i = end - 1;
+  }
+  return out;
+}
+
+std::optional<std::string> filename_pattern(std::string_view text, std::string* out) {
+  out->clear();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const std::size_t end = reference_end(text, i);
+    if (end == i) {
+      *out += text[i];
+      continue;
+    }
+    const auto name = text.substr(i + 2, end - i - 3);
+    const auto* found = std::find_if(std::begin(k_patterns), std::end(k_patterns),
+                                     [&](const auto& p) { return p.first == name; });
+    if (found == std::end(k_patterns))
+      return "${" + std::string(name) +
+             "} cannot expand in an #SBATCH line (sbatch reads it before any shell runs); " +
+             "these can: ${SLURM_JOB_ID} (%j), ${SLURM_ARRAY_JOB_ID} (%A), " +
+             "${SLURM_ARRAY_TASK_ID} (%a), ${SLURM_JOB_NAME} (%x), ${USER} (%u)";
+    *out += found->second;
+    i = end - 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ddpgen::refs

@@ -1,0 +1,36 @@
+// Run-time references in job values: "${NAME}" expands when the job runs, for the names a job
+// may rely on (Slurm's job variables, USER, HOME, the job's env keys, the site's variables);
+// every other byte, any other "$" included, arrives as written.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddpgen::refs {
+
+// Slurm's job variables: the same in the batch shell and in every task of the job.
+const std::vector<std::string>& slurm_job_variables();
+
+// What launcher none exports in the batch shell before its command runs.
+const std::vector<std::string>& batch_launch_variables();
+
+// Returns the names of text's ${NAME} references, in order (duplicates kept).
+std::vector<std::string> names(std::string_view text);
+
+// Returns why a reference of text cannot expand (a name not in allowed, with a did-you-mean;
+// a variable that differs per task), or nothing. key names the value in the message.
+std::optional<std::string> problem(std::string_view text, const std::vector<std::string>& allowed,
+                                   const std::string& key);
+
+// Returns the names in allowed that text writes as "$NAME" without braces: they stay literal,
+// which is rarely what a value such as "$SCRATCH/img.sif" means (a warning says so).
+std::vector<std::string> unbraced(std::string_view text, const std::vector<std::string>& allowed);
+
+// Returns text with its references replaced by the patterns sbatch expands in --output and
+// --error (${SLURM_JOB_ID} -> %j, ${SLURM_ARRAY_TASK_ID} -> %a, ...), or why one has none:
+// sbatch reads #SBATCH lines itself, before any shell runs.
+std::optional<std::string> filename_pattern(std::string_view text, std::string* out);
+
+}  // namespace ddpgen::refs

@@ -1,0 +1,92 @@
+// The rules for a job's extra options and run-time references: which options ddpgen computes
+// (and the key that sets each), ${NAME} references and their expansion, and sbatch's patterns.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gen/core/options.hpp"
+#include "gen/core/references.hpp"
+#include "gen/core/shell.hpp"
+
+namespace ddpgen {
+namespace {
+
+using options::Source;
+
+TEST(GenOptions, ComputedOptionsNameTheKeyToSet) {
+  struct Case {
+    const char* token;
+    Source source;
+    const char* in_message;  // nullptr: accepted
+  };
+  const Case cases[] = {
+      {"--exclusive", Source::job_sbatch, nullptr},
+      {"--mem=0", Source::job_sbatch, nullptr},
+      {"--gres=nvme:100", Source::job_sbatch, nullptr},
+      {"--nodes=1", Source::job_sbatch, "set the job key \"nodes\""},
+      {"--gpus-per-node=2", Source::profile_sbatch, "set \"node.gpus\""},
+      {"--nodes=1", Source::profile_sbatch, "which a profile cannot set"},
+      {"--gres=gpu:a100:2,nvme:10", Source::job_sbatch, "gpus_per_node"},
+      {"--qos=debug", Source::job_sbatch, "\"qos\""},
+      {"--cpus-per-task=4", Source::job_sbatch, "cpus_per_gpu"},
+      {"-N", Source::job_sbatch, "long form"},
+      {"--a b", Source::job_sbatch, "not one --option"},
+      {"--comment=a;b", Source::job_sbatch, "#SBATCH"},
+      {"--label", Source::job_srun, nullptr},
+      {"--cpu-bind=v,mask_cpu=0x3", Source::job_srun, nullptr},
+      {"--kill-on-bad-exit=1", Source::job_srun, nullptr},
+      {"--kill-on-bad-exit=0", Source::job_srun, "always passes"},
+      {"--ntasks=8", Source::job_srun, "procs_per_node"},
+      {"--container-image=x", Source::job_srun, "container.image"},
+  };
+  for (const auto& c : cases) {
+    const auto problem = options::problem(c.token, c.source);
+    if (!c.in_message) {
+      EXPECT_FALSE(problem) << c.token << ": " << *problem;
+    } else {
+      ASSERT_TRUE(problem) << c.token;
+      EXPECT_NE(problem->find(c.in_message), std::string::npos) << c.token << ": " << *problem;
+    }
+  }
+}
+
+TEST(GenReferences, OnlyKnownJobWideNamesExpand) {
+  const std::vector<std::string> allowed = {"SLURM_JOB_ID", "USER", "RUN_DIR"};
+  EXPECT_FALSE(refs::problem("/x/${SLURM_JOB_ID}/${USER}", allowed, "args[0]"));
+  EXPECT_FALSE(refs::problem("$HOME ${X:-y} $ {} ${", allowed, "args[0]"));  // no references
+  auto typo = refs::problem("${SLURM_JOBID_}", allowed, "args[0]");
+  ASSERT_TRUE(typo);
+  EXPECT_NE(typo->find("did you mean ${SLURM_JOB_ID}?"), std::string::npos) << *typo;
+  auto per_task = refs::problem("${SLURM_PROCID}", allowed, "env.R");
+  ASSERT_TRUE(per_task);
+  EXPECT_NE(per_task->find("differs per task"), std::string::npos) << *per_task;
+  EXPECT_EQ(refs::names("a${A}b${B_2}${}${1x}$C"), (std::vector<std::string>{"A", "B_2"}));
+}
+
+TEST(GenReferences, UnbracedKnownNamesAreNamedForAWarning) {
+  const std::vector<std::string> allowed = {"SCRATCH", "USER"};
+  EXPECT_EQ(refs::unbraced("$SCRATCH/img.sif:$USER $x ${USER} $1 $", allowed),
+            (std::vector<std::string>{"SCRATCH", "USER"}));
+  EXPECT_TRUE(refs::unbraced("${SCRATCH}/a $$ $HOME", allowed).empty());
+}
+
+TEST(GenReferences, ExpandingWordsKeepEveryOtherByte) {
+  EXPECT_EQ(shell::quote_expanding("plain"), "plain");
+  EXPECT_EQ(shell::quote_expanding("it's $HOME"), "'it'\\''s $HOME'");
+  EXPECT_EQ(shell::quote_expanding("/s/${USER}/$x`y`\"\\"), "\"/s/${USER}/\\$x\\`y\\`\\\"\\\\\"");
+  EXPECT_EQ(shell::quote_expanding("${A:-b}${B}"), "\"\\${A:-b}${B}\"");
+}
+
+TEST(GenReferences, OutputFilesUseSbatchPatterns) {
+  std::string out;
+  EXPECT_FALSE(refs::filename_pattern(
+      "logs/${SLURM_JOB_NAME}-${SLURM_JOB_ID}_${SLURM_ARRAY_TASK_ID}", &out));
+  EXPECT_EQ(out, "logs/%x-%j_%a");
+  auto home = refs::filename_pattern("${HOME}/x.out", &out);
+  ASSERT_TRUE(home);
+  EXPECT_NE(home->find("${HOME} cannot expand in an #SBATCH line"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddpgen
