@@ -73,7 +73,7 @@ class Watch {
  private:
   template <class Sink>
   void pump(int& fd, std::string& pending, Sink sink);
-  void poll_once();
+  bool poll_once(int timeout_ms = 1000);
   void line(std::string_view raw, int out_fd);
   void helper_line(std::string_view raw);
   bool start_helper();
@@ -178,19 +178,20 @@ void Watch::pump(int& fd, std::string& pending, Sink sink) {
   }
 }
 
-// Waits up to a second for output of the command or the helper and handles it.
-void Watch::poll_once() {
+// Waits up to `timeout_ms` for output of the command or the helper and handles it; whether
+// there was any.
+bool Watch::poll_once(int timeout_ms) {
   if (child_.out < 0 && child_.err < 0 && helper_.out < 0 && helper_.err < 0) {
     // Both pipes closed while the command runs on (srun -o FILE, a program that closed its
     // output): poll would return at once.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 200)));
+    return false;
   }
   pollfd fds[4] = {{child_.out, POLLIN, 0},
                    {child_.err, POLLIN, 0},
                    {helper_.out, POLLIN, 0},
                    {helper_.err, POLLIN, 0}};
-  if (poll(fds, 4, 1000) <= 0) return;
+  if (poll(fds, 4, timeout_ms) <= 0) return false;
   auto to_out = [this](std::string_view l) { line(l, STDOUT_FILENO); };
   auto to_err = [this](std::string_view l) { line(l, STDERR_FILENO); };
   auto to_helper = [this](std::string_view l) { helper_line(l); };
@@ -198,6 +199,7 @@ void Watch::poll_once() {
   if (fds[1].revents != 0) pump(child_.err, err_pending_, to_err);
   if (fds[2].revents != 0) pump(helper_.out, helper_out_, to_helper);
   if (fds[3].revents != 0) pump(helper_.err, helper_err_, to_helper);
+  return true;
 }
 
 // A new modification time of the heartbeat, or of a file srun writes the output to, is
@@ -314,7 +316,8 @@ bool Watch::child_ended() {
 // open (one that left its process group) is not waited for beyond a few seconds.
 void Watch::drain_after_end() {
   const auto until = Clock::now() + std::chrono::seconds(3);
-  while ((child_.out >= 0 || child_.err >= 0) && Clock::now() < until) poll_once();
+  while ((child_.out >= 0 || child_.err >= 0) && Clock::now() < until && poll_once(200)) {
+  }
   for (int* fd : {&child_.out, &child_.err}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
