@@ -129,35 +129,11 @@ AuthConfig auth_config(const Options& o, const EnvLookup& env) {
   return auth;
 }
 
-std::string who(const Identity& id) {
-  return std::string(id.scope == Scope::ranks ? "rank " : "node ") + std::to_string(id.self.rank) +
-         " (" + id.self.host + ")";
-}
-
 // Prints the connections rank 0 refused: none of them was counted, each is named.
 void report_refusals(const Exchange& ex) {
-  for (const auto& r : ex.refused) say("REFUSED: " + r);
-  if (ex.refused_count > ex.refused.size()) {
-    say("REFUSED: " + std::to_string(ex.refused_count - ex.refused.size()) + " more connections");
-  }
+  for (const auto& line : refusal_lines(ex)) say(line);
 }
 
-// The verdict on what arrived: the world's faults, then why rank 0 may not have seen a rank.
-WorldReport judge(const Exchange& ex, const Hello& self, Scope scope) {
-  WorldReport report = verify_world(ex.hellos, self, scope);
-  if (ex.self_unreachable) report.faults.insert(report.faults.begin(), *ex.self_unreachable);
-  if (report.ok()) return report;
-  if (ex.refused_count > 0) {
-    std::string text = text::plural(ex.refused_count, "connection") +
-                       " refused, not counted: " + ex.refused.front();
-    if (ex.refused_count > 1) text += "; ...";
-    report.faults.push_back(text);
-  }
-  if (ex.accept_trouble) report.faults.push_back("rank 0: " + *ex.accept_trouble);
-  return report;
-}
-
-// Why the NCCL phase does not run, or nullopt when every rank can join it.
 // Rank 0's NCCL phase: hands the unique id to the admitted ranks, all-reduces, judges.
 int nccl_master(Session& session, const Identity& id, const Options& o, std::size_t ranks,
                 std::size_t nodes, Clock::time_point deadline) {
@@ -230,7 +206,7 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
     for (const auto& f : report.faults) say("FAULT: " + f);
     print_suspects(ex.hellos, slurm_node_name(id.self.host));
     session.broadcast({Verdict::Kind::fail, summarize(report)}, send_until);
-    say("FAILED: " + text::plural(report.faults.size(), "fault") + " found by " + who(id));
+    say(failed_line(report, id));
     return k_exit_fault;
   }
   std::printf("%s\n", ifname_advice(ex.hellos).c_str());
