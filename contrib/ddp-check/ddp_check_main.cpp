@@ -17,13 +17,17 @@
 #include "ddp-check/hello.hpp"
 #include "ddp-check/interfaces.hpp"
 #include "ddp-check/nccl_phase.hpp"
+#include "ddp-check/node_phases.hpp"
 #include "ddp-check/options.hpp"
 #include "ddp-check/report.hpp"
 #include "ddp-check/session.hpp"
+#include "ddp-check/suspects.hpp"
 #include "ddp-check/topology.hpp"
 #include "ddp-check/verify.hpp"
+#include "libddp/core/hostlist.hpp"
 #include "libddp/sys/system.hpp"
 #include "libddp/util/rules.hpp"
+#include "libddp/util/suspect.hpp"
 #include "libddp/util/text.hpp"
 
 namespace {
@@ -125,35 +129,11 @@ AuthConfig auth_config(const Options& o, const EnvLookup& env) {
   return auth;
 }
 
-std::string who(const Identity& id) {
-  return std::string(id.scope == Scope::ranks ? "rank " : "node ") + std::to_string(id.self.rank) +
-         " (" + id.self.host + ")";
-}
-
 // Prints the connections rank 0 refused: none of them was counted, each is named.
 void report_refusals(const Exchange& ex) {
-  for (const auto& r : ex.refused) say("REFUSED: " + r);
-  if (ex.refused_count > ex.refused.size()) {
-    say("REFUSED: " + std::to_string(ex.refused_count - ex.refused.size()) + " more connections");
-  }
+  for (const auto& line : refusal_lines(ex)) say(line);
 }
 
-// The verdict on what arrived: the world's faults, then why rank 0 may not have seen a rank.
-WorldReport judge(const Exchange& ex, const Hello& self, Scope scope) {
-  WorldReport report = verify_world(ex.hellos, self, scope);
-  if (ex.self_unreachable) report.faults.insert(report.faults.begin(), *ex.self_unreachable);
-  if (report.ok()) return report;
-  if (ex.refused_count > 0) {
-    std::string text = text::plural(ex.refused_count, "connection") +
-                       " refused, not counted: " + ex.refused.front();
-    if (ex.refused_count > 1) text += "; ...";
-    report.faults.push_back(text);
-  }
-  if (ex.accept_trouble) report.faults.push_back("rank 0: " + *ex.accept_trouble);
-  return report;
-}
-
-// Why the NCCL phase does not run, or nullopt when every rank can join it.
 // Rank 0's NCCL phase: hands the unique id to the admitted ranks, all-reduces, judges.
 int nccl_master(Session& session, const Identity& id, const Options& o, std::size_t ranks,
                 std::size_t nodes, Clock::time_point deadline) {
@@ -194,6 +174,17 @@ int nccl_master(Session& session, const Identity& id, const Options& o, std::siz
   return k_exit_ok;
 }
 
+// The suspect lines of a world with silent nodes (suspects.hpp), for ddp-watch --heal.
+void print_suspects(const std::vector<Hello>& hellos, const std::string& head) {
+  auto list = getenv_lookup("SLURM_STEP_NODELIST");
+  auto nodes = list ? ddp::Hostlist::parse(*list) : ddp::Result<ddp::Hostlist>(ddp::fail(""));
+  if (!nodes || nodes->size() > 100'000) return;
+  for (const auto& s : world_suspects(nodes->expand(), hellos, head)) {
+    std::printf("%s\n", ddp::suspect_line(s).c_str());
+  }
+  std::fflush(stdout);
+}
+
 int run_master(Session& session, const Identity& id, const Options& o, Clock::time_point start,
                Clock::time_point deadline) {
   // Leave a quarter of the bound for the verdict to reach everyone before they give up.
@@ -213,8 +204,9 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
   const auto send_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
   if (!report.ok()) {
     for (const auto& f : report.faults) say("FAULT: " + f);
+    print_suspects(ex.hellos, slurm_node_name(id.self.host));
     session.broadcast({Verdict::Kind::fail, summarize(report)}, send_until);
-    say("FAILED: " + text::plural(report.faults.size(), "fault") + " found by " + who(id));
+    say(failed_line(report, id));
     return k_exit_fault;
   }
   std::printf("%s\n", ifname_advice(ex.hellos).c_str());
@@ -225,9 +217,10 @@ int run_master(Session& session, const Identity& id, const Options& o, Clock::ti
     std::printf("%s\n", ok_line(ex.hellos.size(), id.scope, nodes.size(),
                                 id.master_addr + ":" + std::to_string(id.master_port), seconds)
                             .c_str());
-    return k_exit_ok;
+    return o.pairs ? pairs_coordinator(o, id, ex.hellos) : k_exit_ok;
   }
-  return nccl_master(session, id, o, ex.hellos.size(), nodes.size(), deadline);
+  const int rc = nccl_master(session, id, o, ex.hellos.size(), nodes.size(), deadline);
+  return rc == k_exit_ok && o.pairs ? pairs_coordinator(o, id, ex.hellos) : rc;
 }
 
 int run_worker(Session& session, const Identity& id, const Options& o) {
@@ -243,7 +236,9 @@ int run_worker(Session& session, const Identity& id, const Options& o) {
     }
     return k_exit_ok;
   };
-  if (int rc = verdict_of(ex); rc != k_exit_ok || ex.verdict->kind == Verdict::Kind::ok) return rc;
+  if (int rc = verdict_of(ex); rc != k_exit_ok || ex.verdict->kind == Verdict::Kind::ok) {
+    return rc == k_exit_ok && o.pairs ? pairs_agent(o, id) : rc;
+  }
   // Rank 0 asked for the NCCL phase.
   auto timing = nccl_allreduce(ex.verdict->text, static_cast<int>(id.self.rank),
                                static_cast<int>(id.self.world_size),
@@ -255,7 +250,8 @@ int run_worker(Session& session, const Identity& id, const Options& o) {
     say(who(id) + ": FAILED: unexpected second NCCL request from rank 0");
     return k_exit_fault;
   }
-  return timing ? rc : k_exit_fault;
+  if (!timing) return k_exit_fault;
+  return rc == k_exit_ok && o.pairs ? pairs_agent(o, id) : rc;
 }
 
 }  // namespace
@@ -286,10 +282,15 @@ int main(int argc, char** argv) {
   identity->self.pid = static_cast<std::uint32_t>(getpid());
   identity->self.nccl_ready =
       options->nccl && identity->scope == Scope::ranks && !nccl_unavailable().has_value();
+  // Every node says whether its fabric is there (one process per node), and the check goes on.
+  const bool first_on_node = identity->scope == Scope::nodes || identity->self.local_rank == 0;
+  const int fabric_rc =
+      first_on_node ? check_fabric_here(*options, slurm_node_name(identity->self.host)) : 0;
   arm_watchdog(options->timeout_s);
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options->timeout_s));
   Session session(*identity, auth_config(*options, getenv_lookup), deadline);
-  return identity->is_master() ? run_master(session, *identity, *options, start, deadline)
-                               : run_worker(session, *identity, *options);
+  const int rc = identity->is_master() ? run_master(session, *identity, *options, start, deadline)
+                                       : run_worker(session, *identity, *options);
+  return rc != k_exit_ok ? rc : fabric_rc;
 }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ddp-check/admit.hpp"
+#include "ddp-check/fabric.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::check {
@@ -89,6 +90,16 @@ std::string usage() {
          "                          hellos are bound to the step but not authenticated\n"
          "  --munge-socket PATH     munged's socket (env DDP_CHECK_MUNGE_SOCKET; default:\n"
          "                          AuthInfo=socket= of slurm.conf, else libmunge's)\n"
+         "  --pairs                 then TCP bandwidth and round trip between the nodes, pair by\n"
+         "                          pair in rounds; names the nodes below the threshold\n"
+         "  --pairs-threshold X     slow: a node's best pair below X times the median (0.5)\n"
+         "  --pairs-seconds S       time per direction and pair (default 0.5)\n"
+         "  --fabric ib|efa|cxi|socket  every node must have this network active (env\n"
+         "                          DDP_CHECK_FABRIC); names the nodes that lack it\n"
+         "  --net-plugin NAME       and NCCL's net plugin NAME must load (env\n"
+         "                          DDP_CHECK_NET_PLUGIN)\n"
+         "  --sysfs-root DIR        where --fabric reads class/infiniband, class/cxi, class/net\n"
+         "                          (default /sys)\n"
          "  --help, --version\n"
          "\n"
          "DDP_CHECK_HOSTNAME overrides the host name a process reports (tests fake nodes).\n";
@@ -138,6 +149,40 @@ Result<void> apply_env(Options& o, const EnvLookup& env) {
     o.auth = *value;
   }
   if (auto s = env("DDP_CHECK_MUNGE_SOCKET"); s && !s->empty()) o.munge_socket = *s;
+  if (auto f = env("DDP_CHECK_FABRIC"); f && !f->empty()) {
+    auto fabric = parse_fabric(*f);
+    if (!fabric) return fail("DDP_CHECK_FABRIC: " + fabric.error().message);
+    o.fabric = *f;
+  }
+  if (auto p = env("DDP_CHECK_NET_PLUGIN"); p && !p->empty()) o.net_plugin = *p;
+  return {};
+}
+
+// --pairs-threshold: a share of the median, above 0 and below 1.
+Result<void> apply_pairs_threshold(Options& o, std::string_view v) {
+  auto x = parse_positive(v);
+  if (!x || *x >= 1) {
+    return fail("--pairs-threshold " + text::quote(v, 40) +
+                ": expected a share of the median, greater than 0 and less than 1");
+  }
+  o.pairs_threshold = *x;
+  return {};
+}
+
+Result<void> apply_pairs_seconds(Options& o, std::string_view v) {
+  auto x = parse_positive(v);
+  if (!x || *x > 60) {
+    return fail("--pairs-seconds " + text::quote(v, 40) +
+                ": expected seconds, greater than 0 and at most 60");
+  }
+  o.pairs_seconds = *x;
+  return {};
+}
+
+Result<void> apply_fabric(Options& o, std::string_view v) {
+  auto fabric = parse_fabric(v);
+  if (!fabric) return fail("--fabric: " + fabric.error().message);
+  o.fabric = std::string(v);
   return {};
 }
 
@@ -171,6 +216,21 @@ std::optional<Result<void>> apply_valued(Options& o, Cursor& c) {
          return {};
        }},
       {"--mode", apply_mode},
+      {"--pairs-threshold", apply_pairs_threshold},
+      {"--pairs-seconds", apply_pairs_seconds},
+      {"--fabric", apply_fabric},
+      {"--net-plugin",
+       [](Options& opts, std::string_view v) -> Result<void> {
+         if (v.empty()) return fail("--net-plugin: expected the name NCCL_NET_PLUGIN takes");
+         opts.net_plugin = std::string(v);
+         return {};
+       }},
+      {"--sysfs-root",
+       [](Options& opts, std::string_view v) -> Result<void> {
+         if (v.empty()) return fail("--sysfs-root: expected a directory");
+         opts.sysfs_root = std::string(v);
+         return {};
+       }},
       {"--nccl-min-busbw",
        [](Options& opts, std::string_view v) -> Result<void> {
          auto b = parse_busbw("--nccl-min-busbw", v);
@@ -209,8 +269,12 @@ std::optional<Result<void>> apply_valued(Options& o, Cursor& c) {
 
 // Every option usage() lists, for the did-you-mean of an unknown one.
 constexpr std::string_view k_option_names[] = {
-    "--timeout",  "--mode", "--no-nccl", "--nccl-min-busbw", "--nccl-bytes",   "--topology",
-    "--route-to", "--auth", "--help",    "--version",        "--munge-socket",
+    "--timeout",         "--mode",          "--no-nccl",
+    "--nccl-min-busbw",  "--nccl-bytes",    "--topology",
+    "--route-to",        "--auth",          "--help",
+    "--version",         "--munge-socket",  "--pairs",
+    "--pairs-threshold", "--pairs-seconds", "--fabric",
+    "--net-plugin",      "--sysfs-root",
 };
 
 // `unknown option "--timout" (did you mean "--timeout"? see --help)`.
@@ -233,6 +297,10 @@ Result<void> apply_flag(Options& o, Cursor& c) {
       o.topology_live = false;
     }
     return {};
+  }
+  if (c.name == "--pairs") {
+    o.pairs = true;
+    return c.no_value();
   }
   bool* flag = c.name == "--no-nccl"                  ? &o.nccl
                : c.name == "--help" || c.name == "-h" ? &o.help

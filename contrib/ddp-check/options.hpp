@@ -31,6 +31,12 @@ struct Options {
   std::optional<std::string> route_to;      // --route-to ADDR (with --topology): interface choice
   AuthMode auth = AuthMode::munge;          // --auth munge|none, else DDP_CHECK_AUTH
   std::optional<std::string> munge_socket;  // --munge-socket PATH, else DDP_CHECK_MUNGE_SOCKET
+  bool pairs = false;                     // --pairs: pairwise bandwidth and latency after the check
+  double pairs_threshold = 0.5;           // --pairs-threshold: slow below this x the median
+  double pairs_seconds = 0.5;             // --pairs-seconds: per direction and pair
+  std::optional<std::string> fabric;      // --fabric ib|efa|cxi|socket, else DDP_CHECK_FABRIC
+  std::optional<std::string> net_plugin;  // --net-plugin NAME, else DDP_CHECK_NET_PLUGIN
+  std::string sysfs_root = "/sys";        // --sysfs-root DIR: where the fabric is looked up
   bool help = false;
   bool version = false;
 };

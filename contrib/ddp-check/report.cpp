@@ -8,6 +8,38 @@
 
 namespace ddp::check {
 
+std::string who(const Identity& id) {
+  return std::string(id.scope == Scope::ranks ? "rank " : "node ") + text::decimal(id.self.rank) +
+         " (" + id.self.host + ")";
+}
+
+WorldReport judge(const Exchange& ex, const Hello& self, Scope scope) {
+  WorldReport report = verify_world(ex.hellos, self, scope);
+  if (ex.self_unreachable) report.faults.insert(report.faults.begin(), *ex.self_unreachable);
+  if (report.ok()) return report;
+  if (ex.refused_count > 0) {
+    std::string fault = text::plural(ex.refused_count, "connection") +
+                        " refused, not counted: " + ex.refused.front();
+    if (ex.refused_count > 1) fault += "; ...";
+    report.faults.push_back(fault);
+  }
+  if (ex.accept_trouble) report.faults.push_back("rank 0: " + *ex.accept_trouble);
+  return report;
+}
+
+std::string failed_line(const WorldReport& report, const Identity& id) {
+  return "FAILED: " + text::plural(report.faults.size(), "fault") + " found by " + who(id);
+}
+
+std::vector<std::string> refusal_lines(const Exchange& ex) {
+  std::vector<std::string> lines;
+  for (const auto& r : ex.refused) lines.push_back("REFUSED: " + r);
+  if (ex.refused_count > ex.refused.size())
+    lines.push_back("REFUSED: " + text::plural(ex.refused_count - ex.refused.size(),
+                                               "more connection", "more connections"));
+  return lines;
+}
+
 std::string env_text(const EnvList& env) {
   std::vector<std::string> parts;
   for (const auto& [name, value] : env) parts.push_back(name + "=" + value);

@@ -1,5 +1,6 @@
-// What ddp-check's main prints after deciding nothing itself: the interface advice under the
-// table, --topology's socket_ifname line, why the NCCL phase is skipped and the final OK line.
+// What ddp-check's main prints, decided here: the verdict on what arrived and its FAILED line,
+// the refusals, the interface advice under the table, --topology's socket_ifname lines, why the
+// NCCL phase is skipped and the final OK line.
 // Pure: main gathers the facts (hellos, the route, the NCCL probe) and prints these.
 #pragma once
 
@@ -11,10 +12,27 @@
 
 #include "ddp-check/hello.hpp"
 #include "ddp-check/interfaces.hpp"
+#include "ddp-check/options.hpp"
+#include "ddp-check/session.hpp"
+#include "ddp-check/verify.hpp"
 #include "libddp/core/envfile.hpp"
 #include "libddp/util/result.hpp"
 
 namespace ddp::check {
+
+// "rank 3 (node02)" or "node 1 (node02)": this process in messages.
+std::string who(const Identity& id);
+
+// Rank 0's verdict on what arrived: the world's faults (verify_world), rank 0 unable to reach
+// itself first, then why rank 0 may not have seen a rank (connections it refused, descriptors
+// it ran out of).
+WorldReport judge(const Exchange& ex, const Hello& self, Scope scope);
+
+// "FAILED: 2 faults found by rank 0 (node01)".
+std::string failed_line(const WorldReport& report, const Identity& id);
+
+// "REFUSED: ..." for each refused connection described, then one line counting the rest.
+std::vector<std::string> refusal_lines(const Exchange& ex);
 
 // "NCCL_SOCKET_IFNAME==ib0 GLOO_SOCKET_IFNAME=ib0": variables as the plugin exports them.
 std::string env_text(const EnvList& env);

@@ -7,7 +7,11 @@
 #   - every rank on node02 hangs in its data loading: ddp-watch's verdict names node02, the job
 #     is requeued without it and finishes;
 #   - a bug that fails every rank: no node is blamed, one plain retry, then the job fails saying
-#     the fault follows it.
+#     the fault follows it;
+#   - node03's ddp-check given an address that does not answer: rank 0 names node03;
+#   - node02's link limited with tc (200 Mbit/s): `ddp-check --pairs` names node02, and only it;
+#   - the fabric assertion with a fake sysfs tree per node: the node whose InfiniBand port is
+#     DOWN is named, the others report their ACTIVE port.
 # The cluster of the ctest fixture has 3 nodes; setup_file starts it again with 4 (same Slurm,
 # same plugin) and teardown_file puts 3 back, a few seconds each.
 #
@@ -20,6 +24,17 @@ load lib
 k_stall_py=$REPO/tests/cluster/stall.py
 k_job_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
+# cluster_restart NODES LOG: cluster.sh up with NODES nodes, the same Slurm and plugin. Every
+# descriptor above 2 is closed first: the daemons it starts outlive this file, and bats waits
+# for whoever holds one of its own.
+cluster_restart() {
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done
+           exec "$@"' restart "$CLUSTER" up --nodes "$1" \
+    ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" \
+    </dev/null >"$2" 2>&1
+}
+
 # The nodes the fixture's cluster had, to put back; empty when nothing was changed.
 setup_file() {
   export HEAL_RESTORE_NODES=""
@@ -30,14 +45,12 @@ setup_file() {
   [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || return 0
   cp "$DDP_CLUSTER_DIR/lib/spank_ddp.so" "$BATS_FILE_TMPDIR/spank_ddp.so"
   HEAL_RESTORE_NODES=$nodes
-  "$CLUSTER" up --nodes 4 ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} \
-    --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" >&3
+  cluster_restart 4 "$BATS_FILE_TMPDIR/up4.log"
 }
 
 teardown_file() {
   [[ -n ${HEAL_RESTORE_NODES:-} ]] || return 0
-  "$CLUSTER" up --nodes "$HEAL_RESTORE_NODES" ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} \
-    --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" >&3
+  cluster_restart "$HEAL_RESTORE_NODES" "$BATS_FILE_TMPDIR/up3.log"
 }
 
 setup() {
@@ -51,9 +64,13 @@ setup() {
   [[ -x $check_bin ]] || skip "ddp-check not built (cmake --build build) and DDP_CHECK_BIN unset"
   work=$(mktemp -d /tmp/ddp-heal.XXXXXX)
   blackholed=""
+  limited=""
 }
 
 teardown() {
+  if [[ -n ${limited:-} ]]; then
+    ip netns exec "$(netns "$limited")" tc qdisc del dev eth0 root || true
+  fi
   if [[ -n ${blackholed:-} ]]; then
     ip netns exec "$(netns "$blackholed")" ip route del blackhole "$SUBNET.11/32" || true
   fi
@@ -105,12 +122,15 @@ field() {
   [ "$(field Restarts)" = 1 ]
   [ "$(field ExcNodeList)" = node03 ]
   grep -qx "run 0 on node\[01-03\]" "$work/job.out"
-  grep -qE "^ddp-watch: heal: excluding node03 \(unreachable\): srun: Task launch for StepId=$job\.0 failed on node node03: " "$work/job.out"
+  # Named twice, by rank 0 and by srun; the first line counts.
+  grep -qx "ddp-check: suspect node03: missing-rank: no rank on node03 reached rank 0 on node01" "$work/job.out"
+  grep -qE "^srun: error: Task launch for StepId=$job\.0 failed on node node03: " "$work/job.out"
+  grep -qx "ddp-watch: heal: excluding node03 (missing-rank): no rank on node03 reached rank 0 on node01" "$work/job.out"
   grep -qx "ddp-watch: heal: requeueing: restart 1 of at most 2 without node03" "$work/job.out"
   grep -qx "run 1 on node\[01-02,04\]" "$work/job.out"
   grep -qE "^ddp-check: OK: 3 ranks on 3 nodes reached " "$work/job.out"
   grep -qx "done 5 steps world 3" "$work/job.out"
-  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: node03 (run 0, unreachable)" ]
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: node03 (run 0, missing-rank)" ]
 }
 
 @test "ranks that hang on one node: ddp-watch names it, the job finishes without it" {
@@ -137,4 +157,50 @@ EOF
   grep -qx "ddp-watch: heal: not blaming a node: no node was named; requeueing once as it is, a second such failure ends the job" "$work/job.out"
   grep -qx "ddp-watch: heal: the fault follows the job: no node was named, after a retry that failed too; it is the program's or its input's, not a node's: not requeueing" "$work/job.out"
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: none" ]
+}
+
+@test "a tc bandwidth limit on one node: ddp-check --pairs names that node" {
+  command -v tc >/dev/null || skip "tc (iproute2) not installed"
+  ip netns exec "$(netns node02)" tc qdisc add dev eth0 root tbf rate 200mbit burst 64kb latency 50ms
+  limited=node02
+  run cl srun -N3 --ddp "$check_bin" --timeout 10 --pairs --pairs-seconds 0.3
+  echo "$output"
+  [ "$status" -eq 1 ]
+  grep -qx "pairs: 3 nodes, 3 rounds, 0.30 s per direction; NCCL send/recv not measured" <<<"$output"
+  grep -qE "^   1 node02 +[0-9.]+ +- +[0-9.]+  [0-9.]+ SLOW$" <<<"$output"
+  grep -qE "^pairs: slow: node02 \([0-9.]+ Gbit/s\); median [0-9.]+ Gbit/s, threshold 0.5 x median$" <<<"$output"
+  [ "$(grep -c "^ddp-check: suspect " <<<"$output")" -eq 1 ]
+  grep -qE "^ddp-check: suspect node02: slow: best pair 0\.[0-2][0-9] Gbit/s, median " <<<"$output"
+  grep -qx "ddp-check: pairs: FAILED" <<<"$output"
+}
+
+@test "--fabric ib with a fake sysfs tree per node: the node without an ACTIVE port is named" {
+  local node state
+  for node in node01 node02 node03; do
+    state="4: ACTIVE"
+    [[ $node == node03 ]] && state="1: DOWN"
+    mkdir -p "$work/sys/$node/class/infiniband/mlx5_0/ports/1"
+    echo "$state" >"$work/sys/$node/class/infiniband/mlx5_0/ports/1/state"
+    echo InfiniBand >"$work/sys/$node/class/infiniband/mlx5_0/ports/1/link_layer"
+  done
+  # shellcheck disable=SC2016  # expanded by each task's shell
+  run cl srun -N3 --ddp bash -c 'exec "$0" --timeout 10 --fabric ib --sysfs-root "$1/$SLURMD_NODENAME"' \
+    "$check_bin" "$work/sys"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  grep -qx "ddp-check: fabric ib on node01: mlx5_0 port 1 4: ACTIVE (InfiniBand)" <<<"$output"
+  grep -qx "ddp-check: fabric ib on node02: mlx5_0 port 1 4: ACTIVE (InfiniBand)" <<<"$output"
+  grep -qx "ddp-check: suspect node03: fabric: ib: no InfiniBand port ACTIVE: mlx5_0 port 1 1: DOWN (InfiniBand)" <<<"$output"
+  grep -qE "^ddp-check: OK: 3 ranks on 3 nodes reached " <<<"$output"
+}
+
+@test "a node whose ranks cannot reach rank 0: rank 0 names it in a suspect line" {
+  # shellcheck disable=SC2016  # expanded by each task's shell
+  run cl srun -N4 --ddp bash -c \
+    '[ "$SLURMD_NODENAME" = node03 ] && export MASTER_ADDR=$1.99; exec "$0" --timeout 5' \
+    "$check_bin" "$SUBNET"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [ "$(grep -c "^ddp-check: suspect " <<<"$output")" -eq 1 ]
+  grep -qx "ddp-check: suspect node03: missing-rank: no rank on node03 reached rank 0 on node01" <<<"$output"
 }

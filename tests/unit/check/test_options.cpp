@@ -88,6 +88,43 @@ TEST(Options, ErrorsNameTheOption) {
   }
 }
 
+TEST(Options, PairsAndFabric) {
+  auto o = parse({"--pairs", "--pairs-threshold=0.3", "--pairs-seconds", "2", "--fabric", "ib",
+                  "--net-plugin", "ofi", "--sysfs-root", "/tmp/fake"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_TRUE(o->pairs);
+  EXPECT_EQ(o->pairs_threshold, 0.3);
+  EXPECT_EQ(o->pairs_seconds, 2);
+  EXPECT_EQ(o->fabric, "ib");
+  EXPECT_EQ(o->net_plugin, "ofi");
+  EXPECT_EQ(o->sysfs_root, "/tmp/fake");
+  auto d = parse({});
+  EXPECT_FALSE(d->pairs);
+  EXPECT_EQ(d->pairs_threshold, 0.5);
+  EXPECT_EQ(d->sysfs_root, "/sys");
+  EXPECT_FALSE(d->fabric);
+  auto e = parse({}, {{"DDP_CHECK_FABRIC", "efa"}, {"DDP_CHECK_NET_PLUGIN", "aws-ofi"}});
+  EXPECT_EQ(e->fabric, "efa");
+  EXPECT_EQ(e->net_plugin, "aws-ofi");
+  const std::pair<std::vector<std::string_view>, std::string> bad[] = {
+      {{"--pairs-threshold", "1"}, "--pairs-threshold \"1\": expected a share of the median"},
+      {{"--pairs-seconds", "0"}, "--pairs-seconds \"0\": expected seconds"},
+      {{"--pairs=yes"}, "--pairs takes no value"},
+      {{"--fabric", "roce"}, "--fabric: unknown fabric \"roce\"; valid: ib, efa, cxi, socket"},
+      {{"--net-plugin="}, "--net-plugin: expected the name NCCL_NET_PLUGIN takes"},
+  };
+  for (const auto& [args, message] : bad) {
+    auto r = parse(args);
+    ASSERT_FALSE(r) << message;
+    EXPECT_NE(r.error().message.find(message), std::string::npos) << r.error().message;
+  }
+  auto env_bad = parse({}, {{"DDP_CHECK_FABRIC", "ibx"}});
+  ASSERT_FALSE(env_bad);
+  EXPECT_EQ(env_bad.error().message,
+            "DDP_CHECK_FABRIC: unknown fabric \"ibx\" (did you mean \"ib\"?); valid: ib, efa, cxi, "
+            "socket");
+}
+
 Env tasks_env() {
   return {
       {"MASTER_ADDR", "node001"},   {"MASTER_PORT", "29500"},  {"WORLD_SIZE", "8"}, {"RANK", "5"},

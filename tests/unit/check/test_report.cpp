@@ -59,6 +59,41 @@ TEST(Report, NcclSkipReasons) {
   EXPECT_EQ(nccl_skip_reason(true, Scope::ranks, std::nullopt, ready), std::nullopt);
 }
 
+Identity rank0() {
+  Identity id;
+  id.self.rank = 0;
+  id.self.world_size = 1;
+  id.self.host = "node01";
+  id.self.pid = 7;
+  return id;
+}
+
+// Rank 0 unable to reach itself comes first; connections it refused explain a missing rank
+// only when something is wrong, each described once and the rest counted.
+TEST(Report, JudgeAndTheLinesItPrints) {
+  const Identity id = rank0();
+  Exchange ex;
+  ex.hellos = {id.self};
+  ex.refused = {"refused a connection from 10.0.0.9: not a ddp-check/2 hello: \"x\""};
+  ex.refused_count = 3;
+  EXPECT_TRUE(judge(ex, id.self, Scope::ranks).ok());  // refusals alone are no fault
+  ex.self_unreachable = "rank 0 (node01) cannot reach itself";
+  ex.accept_trouble = "accepting connections failed";
+  const WorldReport report = judge(ex, id.self, Scope::ranks);
+  ASSERT_EQ(report.faults.size(), 3u);
+  EXPECT_EQ(report.faults[0], "rank 0 (node01) cannot reach itself");
+  EXPECT_EQ(report.faults[1],
+            "3 connections refused, not counted: refused a connection from 10.0.0.9: not a "
+            "ddp-check/2 hello: \"x\"; ...");
+  EXPECT_EQ(report.faults[2], "rank 0: accepting connections failed");
+  EXPECT_EQ(failed_line(report, id), "FAILED: 3 faults found by rank 0 (node01)");
+  EXPECT_EQ(refusal_lines(ex),
+            (std::vector<std::string>{"REFUSED: " + ex.refused[0], "REFUSED: 2 more connections"}));
+  Identity node = id;
+  node.scope = Scope::nodes;
+  EXPECT_EQ(who(node), "node 0 (node01)");
+}
+
 TEST(Report, OkLine) {
   EXPECT_EQ(ok_line(6, Scope::ranks, 3, "10.0.0.1:29500", 0.0604),
             "ddp-check: OK: 6 ranks on 3 nodes reached 10.0.0.1:29500 in 0.060 s");

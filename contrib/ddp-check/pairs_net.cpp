@@ -1,0 +1,253 @@
+// The pairwise phase: one agent per node, rank 0's coordinator, the measurement of one pair.
+//
+// Agent -> rank 0 (MASTER_PORT + 1):  "agent NODE DATAPORT"
+// rank 0 -> agent:  "serve" (take two connections on DATAPORT), "measure ADDR PORT" (measure
+//                   against that peer), "done"
+// agent -> rank 0:  "served", "result GBITS RTT_US" or "result - - WHY"
+// measuring agent -> peer, first connection: 'p' bytes echoed (round trips), then 'f' and a
+// stream the peer times, answering "n GBITS"; second connection: 'r', and the peer streams.
+#include "ddp-check/pairs_net.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "ddp-check/pairs.hpp"
+#include "ddp-check/pairs_socket.hpp"
+#include "libddp/util/suspect.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddp::check {
+namespace {
+
+using namespace net;
+constexpr int k_pings = 20;
+
+std::optional<double> number(std::string_view s) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || !(v >= 0)) return std::nullopt;
+  return v;
+}
+
+std::string fixed(double v, const char* format) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// The peer's side of one measurement: echo the pings, time the forward stream, send back.
+bool serve_peer(int data, double seconds, Clock::time_point deadline) {
+  Fd first = accept_until(data, deadline);
+  if (first.fd < 0) return false;
+  char c = 0;
+  while (wait_fd(first.fd, POLLIN, deadline) && recv(first.fd, &c, 1, 0) == 1 && c == 'p') {
+    if (!send_all(first.fd, "p", deadline)) return false;
+  }
+  if (c != 'f') return false;
+  auto forward = receive_rate(first.fd, deadline);
+  send_all(first.fd, "n " + (forward ? fixed(*forward, "%.4f") : "-") + "\n", deadline);
+  Fd second = accept_until(data, deadline);
+  if (second.fd < 0 || !wait_fd(second.fd, POLLIN, deadline) || recv(second.fd, &c, 1, 0) != 1 ||
+      c != 'r') {
+    return false;
+  }
+  return send_for(second.fd, seconds, deadline);
+}
+
+// The measuring side: "result GBITS RTT_US", the slower direction, or "result - - WHY".
+std::string measure(const std::string& addr, std::uint16_t port, double seconds,
+                    Clock::time_point deadline) {
+  Fd first = connect_tcp(addr, port, std::min(deadline, Clock::now() + std::chrono::seconds(3)));
+  if (first.fd < 0) return "result - - cannot connect to " + addr;
+  std::vector<double> rtts;
+  char c = 0;
+  for (int i = 0; i < k_pings; ++i) {
+    const auto t0 = Clock::now();
+    if (!send_all(first.fd, "p", deadline) || !wait_fd(first.fd, POLLIN, deadline) ||
+        recv(first.fd, &c, 1, 0) != 1) {
+      return "result - - no answer to a round trip from " + addr;
+    }
+    rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  std::sort(rtts.begin(), rtts.end());
+  if (!send_all(first.fd, "f", deadline) || !send_for(first.fd, seconds, deadline)) {
+    return "result - - the stream to " + addr + " broke";
+  }
+  std::string buf;
+  auto reply = read_line(first.fd, buf, deadline);
+  auto forward =
+      reply && reply->starts_with("n ") ? number(std::string_view(*reply).substr(2)) : std::nullopt;
+  Fd second = connect_tcp(addr, port, std::min(deadline, Clock::now() + std::chrono::seconds(3)));
+  if (second.fd < 0 || !send_all(second.fd, "r", deadline)) {
+    return "result - - cannot connect to " + addr + " again";
+  }
+  auto reverse = receive_rate(second.fd, deadline);
+  if (!forward || !reverse) return "result - - no stream measured with " + addr;
+  return "result " + fixed(std::min(*forward, *reverse), "%.4f") + " " +
+         fixed(rtts[rtts.size() / 2], "%.1f");
+}
+
+// This node's agent: registers with rank 0, then does what it is told until "done".
+int agent(const PairsSetup& s) {
+  Fd data = listen_tcp(0);
+  if (data.fd < 0) return 1;
+  Fd ctl = connect_tcp(s.master_addr, s.port, s.deadline);
+  if (ctl.fd < 0 ||
+      !send_all(ctl.fd, "agent " + s.node + " " + std::to_string(port_of(data.fd)) + "\n",
+                s.deadline)) {
+    std::fprintf(stderr, "ddp-check: pairs: %s cannot reach rank 0 at %s:%u\n", s.node.c_str(),
+                 s.master_addr.c_str(), s.port);
+    return 1;
+  }
+  std::string buf;
+  while (auto line = read_line(ctl.fd, buf, s.deadline)) {
+    if (*line == "done") return 0;
+    std::string answer;
+    if (*line == "serve") {
+      answer = serve_peer(data.fd, s.seconds, s.deadline) ? "served" : "not served";
+    } else if (line->starts_with("measure ")) {
+      auto words = text::split(*line, ' ');
+      auto port = words.size() == 3 ? text::parse_uint<std::uint16_t>(words[2]) : std::nullopt;
+      answer = port ? measure(std::string(words[1]), *port, s.seconds, s.deadline)
+                    : "result - - bad request";
+    }
+    if (!send_all(ctl.fd, answer + "\n", s.deadline)) return 1;
+  }
+  return 1;
+}
+
+// One registered agent, as rank 0 sees it.
+struct Agent {
+  Fd ctl;
+  std::string buf;
+  std::string name;     // the node's name, from the agent
+  std::string address;  // where it connected from: its peers measure against this address
+  std::uint16_t port = 0;
+};
+
+// Accepts agents from the admitted addresses until every node has one or the deadline.
+std::vector<std::optional<Agent>> register_agents(int lfd, const PairsSetup& s,
+                                                  Clock::time_point until) {
+  std::vector<std::optional<Agent>> agents(s.nodes.size());
+  std::size_t missing = agents.size();
+  while (missing > 0) {
+    std::string peer;
+    Fd c = accept_until(lfd, until, &peer);
+    if (c.fd < 0) break;
+    auto at = std::find(s.addresses.begin(), s.addresses.end(), peer);
+    if (at == s.addresses.end()) continue;  // not a node of this step: not admitted
+    const auto index = static_cast<std::size_t>(at - s.addresses.begin());
+    Agent a{std::move(c), "", "", peer, 0};
+    auto line = read_line(a.ctl.fd, a.buf, until);
+    auto words = line ? text::split(*line, ' ') : std::vector<std::string_view>{};
+    auto port = words.size() == 3 && words[0] == "agent" ? text::parse_uint<std::uint16_t>(words[2])
+                                                         : std::nullopt;
+    if (!port || agents[index]) continue;
+    a.name = std::string(words[1]);
+    a.port = *port;
+    agents[index] = std::move(a);
+    --missing;
+  }
+  return agents;
+}
+
+// One round: every pair at once; the results of its measuring sides.
+void run_round(std::vector<std::optional<Agent>>& agents, const PairRound& round,
+               const PairsSetup& s, std::vector<PairResult>& results) {
+  const auto until =
+      std::min(s.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(2 * s.seconds + 8)));
+  std::vector<NodePair> started;
+  for (const NodePair& p : round) {
+    auto& a = agents[p.first];
+    auto& b = agents[p.second];
+    if (!a || !b) {
+      results.push_back({p, std::nullopt, std::nullopt});
+      continue;
+    }
+    send_all(b->ctl.fd, "serve\n", until);
+    send_all(a->ctl.fd, "measure " + b->address + " " + std::to_string(b->port) + "\n", until);
+    started.push_back(p);
+  }
+  for (const NodePair& p : started) {
+    auto line = read_line(agents[p.first]->ctl.fd, agents[p.first]->buf, until);
+    auto words = line ? text::split(*line, ' ') : std::vector<std::string_view>{};
+    PairResult r{p, std::nullopt, std::nullopt};
+    if (words.size() >= 3 && words[0] == "result") {
+      r.gbit_s = number(words[1]);
+      r.rtt_us = number(words[2]);
+    }
+    results.push_back(r);
+    read_line(agents[p.second]->ctl.fd, agents[p.second]->buf, until);  // "served"
+  }
+}
+
+// Rank 0: the schedule, the table, the verdict and the suspects; the exit status.
+int coordinate(int lfd, const PairsSetup& s) {
+  auto agents =
+      register_agents(lfd, s, std::min(s.deadline, Clock::now() + std::chrono::seconds(10)));
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < agents.size(); ++i) {
+    names.push_back(agents[i] ? agents[i]->name : s.nodes[i]);
+  }
+  std::vector<PairResult> results;
+  const auto n = static_cast<std::uint32_t>(agents.size());
+  for (const PairRound& round : pair_rounds(n, s.max_rounds)) run_round(agents, round, s, results);
+  for (auto& a : agents) {
+    if (a) send_all(a->ctl.fd, "done\n", s.deadline);
+  }
+  const PairVerdict v = judge_pairs(n, results, s.threshold);
+  std::fputs(render_pair_table(names, results, v).c_str(), stdout);
+  std::printf("pairs: %s\n", describe_pairs(names, v, s.threshold).c_str());
+  int rc = 0;
+  for (std::size_t i = 0; i < agents.size(); ++i) {
+    if (agents[i]) continue;
+    std::printf("%s\n", suspect_line({names[i], Fault::unreachable,
+                                      "did not join the pairwise test from " + s.addresses[i], ""})
+                            .c_str());
+    rc = 1;
+  }
+  for (std::uint32_t i : v.slow) {
+    if (!agents[i]) continue;
+    std::printf("%s\n",
+                suspect_line({names[i], Fault::slow,
+                              "best pair " + fixed(v.node_gbit_s[i], "%.2f") + " Gbit/s, median " +
+                                  fixed(v.median_gbit_s, "%.2f") + " Gbit/s",
+                              ""})
+                    .c_str());
+    rc = 1;
+  }
+  std::printf(rc == 0 ? "ddp-check: pairs: OK\n" : "ddp-check: pairs: FAILED\n");
+  std::fflush(stdout);
+  return rc;
+}
+
+}  // namespace
+
+double pairs_budget_s(std::uint32_t nodes, double seconds, std::uint32_t max_rounds) {
+  std::size_t rounds = pair_rounds(nodes, max_rounds).size();
+  return 12 + static_cast<double>(rounds) * (2 * seconds + 3);
+}
+
+int run_pairs(const PairsSetup& setup) {
+  if (!setup.coordinator) return agent(setup);
+  // The listener is bound before any agent is told anything; agents retry until then.
+  Fd lfd = listen_tcp(setup.port);
+  if (lfd.fd < 0) {
+    std::fprintf(stderr, "ddp-check: pairs: rank 0 cannot listen on port %u\n", setup.port);
+    return 1;
+  }
+  int agent_rc = 1;
+  std::thread own([&] { agent_rc = agent(setup); });
+  const int rc = coordinate(lfd.fd, setup);
+  own.join();
+  return rc != 0 ? rc : agent_rc;
+}
+
+}  // namespace ddp::check
