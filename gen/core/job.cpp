@@ -32,6 +32,11 @@ const std::vector<std::string>& job_accelerate_keys() {
   return keys;
 }
 
+const std::vector<std::string>& job_heal_keys() {
+  static const std::vector<std::string> keys = {"exclude", "max_requeues"};
+  return keys;
+}
+
 const std::vector<std::string>& job_watchdog_keys() {
   static const std::vector<std::string> keys = {"timeout", "startup", "grace", "heartbeat",
                                                 "on_stall"};
@@ -127,6 +132,15 @@ Watchdog decode_watchdog(const StrictReader& r, const YAML::Node& node) {
   return w;
 }
 
+Heal decode_heal(const StrictReader& r, const YAML::Node& node) {
+  Heal h;
+  for (const auto& [key, value] : r.entries(node, "heal", job_heal_keys())) {
+    if (key == "exclude") h.exclude = r.boolean(value, "heal.exclude");
+    if (key == "max_requeues") h.max_requeues = r.integer(value, "heal.max_requeues", 1, 100);
+  }
+  return h;
+}
+
 Mail decode_mail(const StrictReader& r, const YAML::Node& node) {
   Mail m;
   for (const auto& [key, value] : r.entries(node, "mail", job_mail_keys())) {
@@ -214,6 +228,7 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
     if (key == "container") job.container = decode_container(r, value);
     if (key == "checkpoint") job.checkpoint = decode_checkpoint(r, value);
     if (key == "watchdog") job.watchdog = decode_watchdog(r, value);
+    if (key == "heal") job.heal = decode_heal(r, value);
     if (key == "output") job.output = r.string(value, key);
     if (key == "error") job.error = r.string(value, key);
     if (key == "mail") job.mail = decode_mail(r, value);
@@ -233,7 +248,8 @@ const std::vector<std::string>& job_keys() {
       "script",    "args",      "account",       "partition",      "gpu_type", "env",
       "modules",   "container", "checkpoint",    "output",         "error",    "mail",
       "preflight", "watchdog",  "qos",           "constraint",     "sbatch",   "srun",
-      "activate",  "pre",       "post",          "task_prefix",    "python",   "accelerate"};
+      "activate",  "pre",       "post",          "task_prefix",    "python",   "accelerate",
+      "heal"};
   return keys;
 }
 

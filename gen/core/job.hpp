@@ -18,6 +18,7 @@ const std::vector<std::string>& job_mail_keys();
 const std::vector<std::string>& job_watchdog_keys();
 const std::vector<std::string>& job_activate_keys();
 const std::vector<std::string>& job_accelerate_keys();
+const std::vector<std::string>& job_heal_keys();
 
 // Decodes job-file text named file. sets are "KEY=VALUE" overrides (KEY may be dotted, as in
 // checkpoint.requeue; VALUE is YAML, so "args=[-v, --lr=3]" is a list) applied before decoding,

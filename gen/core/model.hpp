@@ -62,6 +62,13 @@ struct Watchdog {
   bool requeue = false;    // on_stall: requeue (within checkpoint.max_restarts) instead of failing
 };
 
+// heal: exclude the nodes a failed preflight or training step names and requeue the job
+// (ddp-watch --heal), within max_requeues.
+struct Heal {
+  bool exclude = true;    // false: requeue as it is, without excluding the named nodes
+  long max_requeues = 3;  // ddp-watch --heal-max
+};
+
 struct Mail {
   std::string user;  // empty: Slurm's default, the submitting user
   std::string type = "END,FAIL";
@@ -85,6 +92,7 @@ struct Job {
   std::optional<Container> container;
   std::optional<Checkpoint> checkpoint;
   std::optional<Watchdog> watchdog;
+  std::optional<Heal> heal;
   std::string output;
   std::string error;
   std::optional<Mail> mail;
@@ -156,6 +164,9 @@ struct Profile {
   std::string
       local_scratch;  // where node-local disk is ("$LOCAL_SCRATCH, --gres=nvme:<GB>"), a comment
   std::vector<std::string> python = {"python3"};  // the interpreter and its options
+  // The network NCCL must use (ib, efa, cxi, socket); empty: NCCL picks. Pinned in the script so
+  // that NCCL fails instead of falling back to sockets, and checked by the preflight.
+  std::string fabric;
   // Variables the site sets in every job ($SCRATCH, ...), which a job's values may reference.
   std::vector<std::string> variables;
   // Where each value came from, for "ddpgen profile show": key path ("sbatch", "env.NAME",

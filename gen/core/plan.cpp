@@ -224,16 +224,19 @@ void add_directives(Plan& plan, const Job& job, const Profile& profile, const Ch
     add_directive(plan, "--signal=",
                   (plan.requeue->to_processes ? "" : "B:") + plan.requeue->signal + "@" +
                       std::to_string(plan.requeue->signal_time));
+  }
+  const bool requeues = plan.requeue || job.heal;
+  if (requeues) {
     add_directive(plan, "--requeue");
     add_directive(plan, "--open-mode=", "append");
   }
   for (const auto& token : extra.tokens) {
-    if (plan.requeue && options::name(token) == "--open-mode" && token != "--open-mode=append")
+    if (requeues && options::name(token) == "--open-mode" && token != "--open-mode=append")
       reject(job, "sbatch",
-             ddp::text::quote(token) +
-                 ": checkpoint.requeue needs --open-mode=append (a requeued run "
-                 "must not truncate the log of the runs before it)");
-    if (!(plan.requeue && token == "--open-mode=append")) add_directive(plan, token);
+             ddp::text::quote(token) + ": " + (plan.requeue ? "checkpoint.requeue" : "heal") +
+                 " needs --open-mode=append (a requeued run must not truncate the log of the "
+                 "runs before it)");
+    if (!(requeues && token == "--open-mode=append")) add_directive(plan, token);
   }
 }
 
@@ -241,6 +244,33 @@ void add_directives(Plan& plan, const Job& job, const Profile& profile, const Ch
 // warning time, leaving 10 s (at least half of it) for Slurm to requeue before the limit.
 long notice_grace(long signal_time) {
   return signal_time > 20 ? signal_time - 10 : std::max(1L, signal_time / 2);
+}
+
+// The profile's env with NCCL's network pinned to its fabric, so that NCCL fails instead of
+// falling back to TCP sockets (a factor of ten without an error: pytorch#111424,
+// aws-ofi-nccl#715). A profile env that sets one of these differently is an error.
+EnvList with_fabric(const Profile& profile) {
+  EnvList env = profile.env;
+  EnvList pins;
+  if (profile.fabric == "ib") pins = {{"NCCL_NET", "IB"}};
+  if (profile.fabric == "socket") pins = {{"NCCL_NET", "Socket"}};
+  // aws-ofi-nccl: every release answers to "AWS Libfabric" (newer ones also to "Libfabric").
+  if (profile.fabric == "efa") pins = {{"NCCL_NET", "AWS Libfabric"}, {"FI_PROVIDER", "efa"}};
+  if (profile.fabric == "cxi") pins = {{"NCCL_NET", "AWS Libfabric"}, {"FI_PROVIDER", "cxi"}};
+  for (const auto& [key, value] : pins) {
+    const auto it =
+        std::find_if(env.begin(), env.end(), [&](const auto& e) { return e.first == key; });
+    if (it == env.end()) {
+      env.emplace_back(key, value);
+    } else if (it->second != value) {
+      const auto at = profile.origin.find("env." + key);
+      throw Error{"profile " + ddp::text::quote(profile.name) + ": env." + key + " " +
+                      ddp::text::quote(it->second) + " contradicts fabric: " + profile.fabric +
+                      ", which sets " + ddp::text::quote(value) + "; remove one",
+                  {at == profile.origin.end() ? profile.name : at->second, 0, 0}};
+    }
+  }
+  return env;
 }
 
 Plan make_plan(const Job& job, const Profile& profile) {
@@ -282,6 +312,8 @@ Plan make_plan(const Job& job, const Profile& profile) {
   }
   add_directives(plan, job, profile, c, tasks_per_node);
   if (job.watchdog) plan.watchdog = job.watchdog;
+  plan.heal = job.heal;
+  plan.fabric = profile.fabric;
   detail::add_launch(plan, job, profile, tasks_per_node);
 
   plan.module_purge = profile.module_purge;
@@ -291,7 +323,7 @@ Plan make_plan(const Job& job, const Profile& profile) {
     plan.modules.insert(plan.modules.end(), profile.container_modules.begin(),
                         profile.container_modules.end());
   plan.modules.insert(plan.modules.end(), job.modules.begin(), job.modules.end());
-  plan.site_env = profile.env;
+  plan.site_env = with_fabric(profile);
   plan.job_env = job.env;
   return plan;
 }

@@ -108,6 +108,23 @@ void check_launcher_keys(const Job& job) {
     reject(job, "watchdog", "launcher none: ddp-watch watches an srun step, and there is none");
 }
 
+// heal: ddp-watch names the nodes and requeues; nothing else may requeue the same failure.
+void check_heal(const Job& job) {
+  if (!job.heal) return;
+  if (!job.watchdog)
+    reject(job, "heal",
+           "\"heal\" needs \"watchdog\" (e.g. watchdog: {timeout: 10m}): ddp-watch runs the "
+           "training step, names the faulty nodes and requeues the job without them");
+  if (job.watchdog->requeue)
+    reject(job, "heal",
+           "\"heal\" requeues a stalled job itself, without the node that hung: drop "
+           "\"watchdog.on_stall: requeue\"");
+  if (job.checkpoint && job.checkpoint->requeue_on_failure)
+    reject(job, "heal",
+           "\"heal\" requeues a failed job itself, without the nodes it names: drop "
+           "\"checkpoint.requeue_on_failure\"");
+}
+
 }  // namespace
 
 void reject(const Job& job, const std::string& key, const std::string& message) {
@@ -129,6 +146,7 @@ std::vector<Error> check_job(const Job& job, const Profile& profile) {
   auto warnings = check_references(job, profile);
   check_mail(job);
   check_launcher_keys(job);
+  check_heal(job);
   if (job.script.starts_with("-"))
     reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
   if (job.container && job.container->image.starts_with("-"))

@@ -240,6 +240,7 @@ void decode_into(Profile& p, const StrictReader& r, const YAML::Node& root) {
     if (key == "deprecated") p.deprecated = r.string(value, key);
     if (key == "abstract") p.abstract = r.boolean(value, key);
     if (key == "ddp_plugin") p.ddp_plugin = r.boolean(value, key);
+    if (key == "fabric") p.fabric = r.choice(value, key, {"ib", "efa", "cxi", "socket"});
     if (key == "account") {
       for (const auto& [k, v] : r.entries(value, key, profile_account_keys())) {
         p.origin["account." + k] = origin_of(r, v, "account." + k);
@@ -271,7 +272,8 @@ const std::vector<std::string>& profile_keys() {
       "extends",      "description",    "deprecated",    "abstract",     "notes",      "sources",
       "ddp_plugin",   "account",        "gpu_request",   "gpu_vendor",   "node",       "partitions",
       "cpus_per_gpu", "mem_per_gpu_gb", "sbatch",        "module_purge", "module_use", "modules",
-      "env",          "container",      "local_scratch", "python",       "port_range", "variables"};
+      "env",          "container",      "local_scratch", "python",       "port_range", "variables",
+      "fabric"};
   return keys;
 }
 

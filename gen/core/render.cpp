@@ -175,6 +175,16 @@ mu::data requeue_data(const Plan& plan) {
   return out;
 }
 
+// ddp-watch's healing options: a number and a file named by $SLURM_JOB_ID (the same in every
+// run of the job, and this task's own in an array) in the submit directory, which the next
+// run's batch host sees too.
+std::string heal_args(const Heal& h) {
+  std::string args = "--heal=\"$SLURM_SUBMIT_DIR/.ddp-heal.${SLURM_JOB_ID}\" --heal-max=" +
+                     std::to_string(h.max_requeues);
+  if (!h.exclude) args += " --heal-no-exclude";
+  return args;
+}
+
 // ddp-watch's options: all numbers, and file names made of $SLURM_JOB_ID only. The stacks and
 // the heartbeat live in the job's working directory, which the batch host and every node see.
 mu::data watchdog_data(const Plan& plan) {
@@ -185,6 +195,7 @@ mu::data watchdog_data(const Plan& plan) {
   args += " --grace=" + std::to_string(w.grace);
   args += " --stacks=\"ddp-watch-${SLURM_JOB_ID}.stacks\"";
   if (w.heartbeat) args += " --heartbeat=\"ddp-heartbeat-${SLURM_JOB_ID}\"";
+  if (plan.heal) args += " " + heal_args(*plan.heal);
   return mu::data("args", args);
 }
 
@@ -233,12 +244,15 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("checkpoint", optional_object(!plan.checkpoint_dir.empty(), checkpoint));
   d.set("requeue", requeue_data(plan));
   d.set("watchdog", watchdog_data(plan));
+  d.set("heal", plan.heal.has_value());
 }
 
 // The preflight and training steps.
 void set_launch(mu::data& d, const Plan& plan) {
   d.set("preflight", plan.preflight);
   d.set("preflight_srun", words(plan.preflight_words));
+  d.set("preflight_heal", plan.heal ? mu::data("args", heal_args(*plan.heal)) : mu::data(false));
+  d.set("preflight_fabric", plan.fabric.empty() ? "" : " --fabric=" + plan.fabric);
   const bool step = !plan.batch_launch;  // a training step (srun), not the batch shell
   d.set("plugin_tasks", step && plan.plugin && !plan.torchrun_mode);
   d.set("plugin_torchrun", step && plan.plugin && plan.torchrun_mode);

@@ -86,6 +86,7 @@ const Types& job_types() {
       {"job.mail", "@mail"},
       {"job.preflight", k_boolean},
       {"job.watchdog", "@watchdog"},
+      {"job.heal", "@heal"},
       {"job.qos", k_scalar},
       {"job.constraint", k_scalar},
       {"job.sbatch", k_strings},
@@ -115,6 +116,8 @@ const Types& job_types() {
       {"watchdog.grace", k_duration},
       {"watchdog.heartbeat", k_boolean},
       {"watchdog.on_stall", choice({"fail", "requeue"})},
+      {"heal.exclude", k_boolean},
+      {"heal.max_requeues", integer(1, 100)},
       {"mail.user", k_scalar},
       {"mail.type", k_scalar},
   };
@@ -145,6 +148,7 @@ const Types& profile_types() {
       {"profile.container", "@container"},
       {"profile.local_scratch", k_scalar},
       {"profile.python", k_string_or_list},
+      {"profile.fabric", choice({"ib", "efa", "cxi", "socket"})},
       {"profile.variables", merge_list(k_strings)},
       {"profile.port_range", R"({"type": "string", "pattern": "^[0-9]+-[0-9]+$"})"},
       {"account.required", k_boolean},
@@ -190,6 +194,7 @@ const Sections& job_sections() {
       {"activate", {job_activate_keys(), {}}},
       {"accelerate", {job_accelerate_keys(), {}}},
       {"watchdog", {job_watchdog_keys(), {"timeout"}}},
+      {"heal", {job_heal_keys(), {}}},
   };
   return sections;
 }

@@ -31,14 +31,21 @@ TEST(Schema, ProfileSchemaHasEveryReaderKey) {
 
 TEST(Schema, JobKeyPathsAreDottedForNestedKeys) {
   const auto paths = job_key_paths();
-  const std::vector<std::string> some = {
-      "nodes",     "checkpoint",        "checkpoint.requeue", "container.image",       "mail.type",
-      "preflight", "watchdog.on_stall", "activate.conda",     "accelerate.config_file"};
+  const std::vector<std::string> some = {"nodes",
+                                         "checkpoint",
+                                         "checkpoint.requeue",
+                                         "container.image",
+                                         "mail.type",
+                                         "preflight",
+                                         "watchdog.on_stall",
+                                         "activate.conda",
+                                         "accelerate.config_file",
+                                         "heal.max_requeues"};
   for (const auto& p : some) EXPECT_NE(std::ranges::find(paths, p), paths.end()) << p;
   EXPECT_EQ(paths.size(), job_keys().size() + job_container_keys().size() +
                               job_checkpoint_keys().size() + job_mail_keys().size() +
                               job_watchdog_keys().size() + job_activate_keys().size() +
-                              job_accelerate_keys().size());
+                              job_accelerate_keys().size() + job_heal_keys().size());
 }
 
 }  // namespace
