@@ -19,7 +19,7 @@ std::string place(const Frame& f) {
 }
 
 std::string numbered(const char* one, const char* many, const std::vector<std::int64_t>& ids) {
-  return std::string(ids.size() == 1 ? one : many) + " " + text::format_ranges(ids);
+  return text::noun(ids.size(), one, many) + " " + text::format_ranges(ids);
 }
 
 void add(std::vector<Suspect>& out, Suspect s) {

@@ -45,9 +45,8 @@ void add_container(Plan& plan, const Job& job, const Profile& profile) {
   }
   if (runtime == "pyxis") {
     s.push_back(expanding("--container-image=", c.image));
-    std::string joined;
-    for (const auto& m : mounts) joined += (joined.empty() ? "" : ",") + m;
-    if (!joined.empty()) s.push_back(expanding("--container-mounts=", joined));
+    if (!mounts.empty())
+      s.push_back(expanding("--container-mounts=", ddp::text::join(mounts, ",")));
     if (!c.workdir.empty()) s.push_back(expanding("--container-workdir=", c.workdir));
     return;
   }

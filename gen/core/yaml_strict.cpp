@@ -1,7 +1,6 @@
 #include "gen/core/yaml_strict.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <set>
 
 #include "gen/core/shell.hpp"
@@ -82,11 +81,10 @@ std::string StrictReader::string(const YAML::Node& node, const std::string& path
   // cannot be passed through every layer (bash, sbatch, logs) unchanged.
   for (char c : value) {
     const auto u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02x", u);
-      reject(node, path, ddp::text::quote(path) + " contains a control character (" + hex + ")");
-    }
+    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f)
+      reject(node, path,
+             ddp::text::quote(path) + " contains a control character (" +
+                 ddp::text::printable(std::string_view(&c, 1)) + ")");
   }
   return value;
 }
