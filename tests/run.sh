@@ -2,7 +2,9 @@
 # The whole test suite, as CI runs it: installs the Debian packages the project needs, builds
 # with warnings as errors, runs every ctest test (unit, golden, packages, real-cluster), repeats
 # the build and the tests for every other Slurm release asked for, then rebuilds the unit-tested
-# code with AddressSanitizer + UndefinedBehaviorSanitizer and runs it again.
+# code with AddressSanitizer + UndefinedBehaviorSanitizer and runs it again. ctest runs as many
+# tests at once as there are cores: the suites of one embedded cluster run one after another
+# (a RESOURCE_LOCK per cluster id), and anything that must run alone says RUN_SERIAL.
 # Root on Debian 12. DDP_SKIP_DEPS=1 skips the package step; DDP_SKIP_ASAN=1 the sanitizer build;
 # DDP_SKIP_FUZZ=1 the libFuzzer run.
 #
@@ -108,10 +110,10 @@ cmake --build "$root/build" -j"$jobs"
 
 if ((host_tested)); then
   stage "ctest: unit, golden and real-cluster tests (Slurm $host)"
-  ctest --test-dir "$root/build" --output-on-failure --timeout 900
+  ctest --test-dir "$root/build" --output-on-failure --timeout 900 -j"$jobs"
 else
   stage "ctest: unit and golden tests (Slurm $host not in DDP_SLURM_RELEASES)"
-  ctest --test-dir "$root/build" --output-on-failure --timeout 900 -LE cluster
+  ctest --test-dir "$root/build" --output-on-failure --timeout 900 -j"$jobs" -LE cluster
 fi
 
 for release in "${others[@]}"; do
@@ -132,7 +134,7 @@ for release in "${others[@]}"; do
   cat "/tmp/ddp-release-$release.out"
   ((rc == 0)) || { echo "Slurm $release: userland or build failed (above)" >&2; exit "$rc"; }
   stage "Slurm $release: unit and golden tests in its userland"
-  "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -LE cluster \
+  "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -j"$jobs" -LE cluster \
     "${release_unit_filter[@]}"
   # ctest runs here, not in the userland: the cluster needs this machine's namespaces, and
   # cluster.sh enters the userland for every daemon and command itself.
@@ -148,7 +150,7 @@ if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
     -DDDP_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug
   cmake --build "$root/build-asan" -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$root/build-asan" --output-on-failure -LE cluster
+    ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs" -LE cluster
 fi
 
 if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
@@ -159,5 +161,5 @@ if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
     -DDDP_BUILD_FUZZERS=ON -DDDP_SANITIZE=ON -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_PLUGIN=OFF \
     -DDDP_BUILD_CHECK=OFF -DDDP_BUILD_GEN=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
   cmake --build "$root/build-fuzz" -j"$jobs"
-  ctest --test-dir "$root/build-fuzz" --output-on-failure -L fuzz
+  ctest --test-dir "$root/build-fuzz" --output-on-failure -j"$jobs" -L fuzz
 fi
