@@ -17,7 +17,8 @@
 # build-slurm-RELEASE/ (in the background, at the lowest CPU priority, while this machine's
 # release is tested), the unit and golden tests run there, and the cluster suites whose outcome
 # depends on the release (DDP_RELEASE_SUITES, below) run the cluster of that release
-# (cluster.sh up --slurm RELEASE) with the plugin, ddp-check and ddpgen of that build. A release
+# (cluster.sh up --slurm RELEASE) with the plugin, ddp-check and ddpgen of that build, in the
+# background on a cluster id of their own while the rest goes on; their output comes at the end. A release
 # that Debian's archive no longer ships (unstable moves on) is reported as SKIPPED, never as
 # passed. Prints the time of every stage at the end.
 set -euo pipefail
@@ -44,7 +45,7 @@ report() {
   stage_end
   # A failure before a release's stage leaves its preparation running: stop it.
   local pid
-  for pid in "${preparing[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+  for pid in "${preparing[@]}" "${cluster_runs[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
   echo "== stage times (total $((SECONDS))s$( ((rc == 0)) || echo ", FAILED rc=$rc")):"
   printf '%s\n' "${timings[@]}"
   if ((${#skipped[@]})); then echo "== SKIPPED Slurm releases: ${skipped[*]}"; fi
@@ -61,10 +62,11 @@ fi
 # runs the cluster suites whose outcome depends on the Slurm release (the plugin's environment
 # and refusals, ddp-check, the end-to-end training with both launchers, requeue: the notice,
 # arrays, the restart cap, a crashed run), Apptainer around the tasks (only unstable's userland
-# ships it: the others skip it, saying so), and every unit and golden test but the 10,000-node
+# ships it: the others skip it, saying so), healing (scontrol's ExcNodeList and requeue, srun's
+# reports of failed tasks), and every unit and golden test but the 10,000-node
 # simulation, which is arithmetic of the core alone and runs on this machine's build and under
 # the sanitizers.
-release_suites=${DDP_RELEASE_SUITES:-plugin check e2e requeue apptainer}
+release_suites=${DDP_RELEASE_SUITES:-plugin check e2e requeue apptainer heal}
 if [[ $release_suites == all ]]; then
   release_unit_filter=() release_cluster_filter=(-L cluster)
 else
@@ -116,6 +118,17 @@ else
   ctest --test-dir "$root/build" --output-on-failure --timeout 900 -j"$jobs" -LE cluster
 fi
 
+# A release's cluster suites, on cluster ID: the log and the seconds they took go to
+# /tmp/ddp-cluster-tests-RELEASE.{out,time}; the exit status is ctest's.
+run_release_clusters() {
+  local release=$1 dir=$2 id=$3 start=$SECONDS rc=0
+  DDP_CLUSTER_ID=$id ctest --test-dir "$dir" --output-on-failure --timeout 900 --no-tests=error \
+    "${release_cluster_filter[@]}" >"/tmp/ddp-cluster-tests-$release.out" 2>&1 || rc=$?
+  echo $((SECONDS - start)) >"/tmp/ddp-cluster-tests-$release.time"
+  return "$rc"
+}
+declare -A cluster_runs=()
+cluster_id=0
 for release in "${others[@]}"; do
   dir=$root/build-slurm-$release
   stage "Slurm $release: userland and build (prepared in the background; waiting for the rest)"
@@ -137,9 +150,15 @@ for release in "${others[@]}"; do
   "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -j"$jobs" -LE cluster \
     "${release_unit_filter[@]}"
   # ctest runs here, not in the userland: the cluster needs this machine's namespaces, and
-  # cluster.sh enters the userland for every daemon and command itself.
-  stage "Slurm $release: real-cluster tests ($release_suites)"
-  ctest --test-dir "$dir" --output-on-failure --timeout 900 --no-tests=error "${release_cluster_filter[@]}"
+  # cluster.sh enters the userland for every daemon and command itself. Each release's cluster
+  # suites run on an embedded cluster of their own (ids 1, 2, ...), in the background, beside
+  # the next release's tests and the sanitizer build; their output and time follow at the end.
+  cluster_id=$((cluster_id + 1))
+  echo "== Slurm $release: real-cluster tests ($release_suites) started in the background on cluster id $cluster_id (log: /tmp/ddp-cluster-tests-$release.out)"
+  set -m
+  run_release_clusters "$release" "$dir" "$cluster_id" &
+  cluster_runs[$release]=$!
+  set +m
 done
 
 if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
@@ -148,7 +167,7 @@ if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
   stage "ASan + UBSan: unit and golden tests"
   cmake -S "$root" -B "$root/build-asan" -DDDP_WERROR=ON -DDDP_SANITIZE=ON \
     -DDDP_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug
-  cmake --build "$root/build-asan" -j"$jobs"
+  nice -n 10 cmake --build "$root/build-asan" -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs" -LE cluster
 fi
@@ -160,6 +179,19 @@ if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
   cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++-16 -DDDP_WERROR=ON \
     -DDDP_BUILD_FUZZERS=ON -DDDP_SANITIZE=ON -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_PLUGIN=OFF \
     -DDDP_BUILD_CHECK=OFF -DDDP_BUILD_GEN=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  cmake --build "$root/build-fuzz" -j"$jobs"
+  nice -n 10 cmake --build "$root/build-fuzz" -j"$jobs"
   ctest --test-dir "$root/build-fuzz" --output-on-failure -j"$jobs" -L fuzz
 fi
+
+# The releases' cluster suites, started above: each one's output, its own time, its verdict.
+for release in "${others[@]}"; do
+  [[ -n ${cluster_runs[$release]:-} ]] || continue
+  stage "Slurm $release: waiting for its real-cluster tests ($release_suites)"
+  rc=0
+  wait "${cluster_runs[$release]}" || rc=$?
+  unset "cluster_runs[$release]"
+  cat "/tmp/ddp-cluster-tests-$release.out"
+  timings+=("$(printf '%5ds  %s' "$(cat "/tmp/ddp-cluster-tests-$release.time" 2>/dev/null || echo 0)" \
+    "Slurm $release: real-cluster tests, in the background")")
+  ((rc == 0)) || { echo "Slurm $release: real-cluster tests failed (above)" >&2; exit "$rc"; }
+done
