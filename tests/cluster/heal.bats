@@ -166,7 +166,14 @@ EOF
   run cl srun -N3 --ddp "$check_bin" --timeout 10 --pairs --pairs-seconds 0.3
   echo "$output"
   [ "$status" -eq 1 ]
-  grep -qx "pairs: 3 nodes, 3 rounds, 0.30 s per direction; NCCL send/recv not measured" <<<"$output"
+  # No GPU on the cluster: the NCCL send/recv pairs are skipped, with the one reason every node
+  # gives (a build without NCCL, or one with NCCL on a machine without a driver or a GPU).
+  local header="pairs: 3 nodes, 3 rounds, 0.30 s per direction; NCCL send/recv skipped: "
+  grep -qxF -e "${header}ddp-check was built without NCCL (configure with CUDA and NCCL to enable it)" \
+    -e "${header}no NVIDIA driver on this node (/proc/driver/nvidia/version absent)" \
+    -e "${header}no GPU visible" <<<"$output"
+  # Skipped: no NCCL table, no NCCL verdict.
+  [ "$(grep -c "^pairs: NCCL send/recv" <<<"$output")" -eq 0 ]
   grep -qE "^   1 node02 +[0-9.]+ +- +[0-9.]+  [0-9.]+ SLOW$" <<<"$output"
   grep -qE "^pairs: slow: node02 \([0-9.]+ Gbit/s\); median [0-9.]+ Gbit/s, threshold 0.5 x median$" <<<"$output"
   [ "$(grep -c "^ddp-check: suspect " <<<"$output")" -eq 1 ]
