@@ -19,26 +19,14 @@ load lib
 k_corpus=$REPO/tests/corpus
 k_check=$k_corpus/ddp_env_check.py
 k_job_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-# The cases whose job file ddpgen renders (doc/corpus.md lists those it cannot express yet).
-k_cases=(
-  accelerate-multinode-fsdp
-  chatglm-deepspeed-mpirun
-  csc-puhti-accelerate
-  csc-puhti-torchrun
-  cscs-alps-nanotron-environment
-  gpt-neox-deepy-hostfile
-  lightning-docs-slurm
-  lumi-ddp-srun-singularity
-  lumi-deepspeed-torchrun-singularity
-  megatron-sc21-pyxis
-  mlengineering-lightning-launcher
-  mlengineering-torchrun-launcher
-  nersc-perlmutter-shifter-srun
-  princeton-ddp-srun-conda
-  princeton-lightning-reservation
-  sigma2-olivia-torchrun-modules
-  torchtitan-multinode
-)
+# The cases: every directory with a job file, as tests/corpus/CMakeLists.txt registers them
+# (doc/corpus.md lists the scripts ddpgen cannot express yet, which have none).
+k_cases=()
+for k_job in "$k_corpus"/*/job.yaml; do
+  k_job=${k_job%/job.yaml}
+  k_cases+=("${k_job##*/}")
+done
+unset k_job
 
 setup_file() {
   CORPUS_WORK=$(mktemp -d /tmp/ddp-corpus.XXXXXX)
@@ -174,6 +162,14 @@ check_case() {
   echo "$log"
   grep -qE '^corpus-check world 4 ok master [^ ]+:[0-9]+ hosts node0[1-3],node0[1-3]$' <<<"$log"
   [ "$(grep -oE '^corpus-check rank [0-3] of 4 ok$' <<<"$log" | sort -u | wc -l)" -eq 4 ]
+}
+
+# Bats 1.8 (Debian 12) cannot make tests from a list: one line per case below, and this test
+# fails when a case directory has no line (or a line names no directory).
+@test "corpus: every case directory has its test below" {
+  local listed
+  listed=$(sed -nE 's/^@test "corpus: ([a-z0-9-]+)" \{ check_case \1; \}$/\1/p' "$BATS_TEST_FILENAME")
+  diff <(printf '%s\n' "${k_cases[@]}" | sort) <(sort <<<"$listed")
 }
 
 @test "corpus: accelerate-multinode-fsdp" { check_case accelerate-multinode-fsdp; }

@@ -6,6 +6,8 @@
 #     the job is requeued without it (ExcNodeList=node03) and trains on node[01-02,04];
 #   - every rank on node02 hangs in its data loading: ddp-watch's verdict names node02, the job
 #     is requeued without it and finishes;
+#   - the rank on node02 dies of SIGBUS: srun's report names node02, the job is requeued
+#     without it and finishes;
 #   - a bug that fails every rank: no node is blamed, one plain retry, then the job fails saying
 #     the fault follows it;
 #   - node03's ddp-check given an address that does not answer: rank 0 names node03;
@@ -142,6 +144,18 @@ field() {
   grep -qx "run 1 on node\[01,03-04\]" "$work/job.out"
   grep -qx "done 8 steps world 3" "$work/job.out"
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: node02 (run 0, hang)" ]
+}
+
+@test "ranks on one node die of SIGBUS: ddp-watch names it, the job finishes without it" {
+  submit "$k_stall_py" --steps 6 --at-step 2 --bus-node node02
+  ended COMPLETED
+  [ "$(field Restarts)" = 1 ]
+  [ "$(field ExcNodeList)" = node02 ]
+  grep -qE "^ddp-watch: heal: excluding node02 \(hardware-signal\): task 1 died of SIGBUS \(srun: " "$work/job.out"
+  grep -qx "ddp-watch: heal: requeueing: restart 1 of at most 2 without node02" "$work/job.out"
+  grep -qx "run 1 on node\[01,03-04\]" "$work/job.out"
+  grep -qx "done 6 steps world 3" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: node02 (run 0, hardware-signal)" ]
 }
 
 @test "a bug that fails on every node: one retry, then the job fails saying so" {

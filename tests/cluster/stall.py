@@ -9,6 +9,8 @@ the wall clock (s since the epoch), so a test can tell when progress stopped.
                   the gradient all-reduce and wait there
   --hang-node N   at --at-step, every rank on Slurm node N (SLURMD_NODENAME) blocks likewise
   --die-rank R    at --at-step, rank R kills itself with SIGKILL
+  --bus-node N    at --at-step, every rank on Slurm node N dies of SIGBUS (as a memory or
+                  device error kills a process)
   --exec-rank R   at --at-step, rank R becomes /bin/sleep (a rank that is no longer Python)
   --bar           rank 0 shows a tqdm progress bar on stderr instead of printing step lines
   --loader-workers N  batches come from a DataLoader with N worker processes
@@ -32,6 +34,7 @@ def parse_args(argv):
     p.add_argument("--hang-rank", type=int, default=-1)
     p.add_argument("--hang-node", default="")
     p.add_argument("--die-rank", type=int, default=-1)
+    p.add_argument("--bus-node", default="")
     p.add_argument("--exec-rank", type=int, default=-1)
     p.add_argument("--at-step", type=int, default=5)
     p.add_argument("--bar", action="store_true")
@@ -82,6 +85,9 @@ def load_batch(args, rank, step, source):
             time.sleep(1)
     if rank == args.die_rank and step == args.at_step:
         os.kill(os.getpid(), signal.SIGKILL)
+    if args.bus_node and os.environ.get("SLURMD_NODENAME") == args.bus_node and step == args.at_step:
+        signal.signal(signal.SIGBUS, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGBUS)
     if rank == args.exec_rank and step == args.at_step:
         os.execv("/bin/sleep", ["sleep", "1000"])
     return next(source)
