@@ -1,7 +1,9 @@
-// The optional NCCL phase: one all-reduce over every rank after the TCP check. Built from
-// nccl_phase.cpp when CMake finds CUDA and NCCL, else from nccl_stub.cpp, which says why not.
+// The optional NCCL phases: one all-reduce over every rank after the TCP check, and send/recv
+// between two nodes for --pairs. Built from nccl_phase.cpp and nccl_pairs.cpp when CMake finds
+// CUDA and NCCL, else from nccl_stub.cpp, which says why not.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,5 +29,16 @@ struct NcclTiming {
 // up, and times float all-reduces of `bytes`. Errors carry NCCL's or CUDA's message.
 Result<NcclTiming> nccl_allreduce(const std::string& id_hex, int rank, int world, int local_rank,
                                   std::uint64_t bytes);
+
+// Warm-ups and timed iterations of one pair's send/recv.
+inline constexpr int k_pair_warmups = 2;
+inline constexpr int k_pair_iterations = 8;
+
+// Joins the two-rank communicator `id_hex` as `rank` (0 or 1) on this node's first visible GPU
+// and times grouped ncclSend+ncclRecv of `bytes` each way with the other rank, after warm-ups;
+// this side's GB/s. Nothing waits past `deadline`: the communicator is non-blocking and aborted
+// there. Errors carry NCCL's or CUDA's message.
+Result<double> nccl_sendrecv(const std::string& id_hex, int rank, std::uint64_t bytes,
+                             std::chrono::steady_clock::time_point deadline);
 
 }  // namespace ddp::check

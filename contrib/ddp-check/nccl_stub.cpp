@@ -15,4 +15,9 @@ Result<NcclTiming> nccl_allreduce(const std::string&, int, int, int, std::uint64
   return fail("built without NCCL");
 }
 
+Result<double> nccl_sendrecv(const std::string&, int, std::uint64_t,
+                             std::chrono::steady_clock::time_point) {
+  return fail("built without NCCL");
+}
+
 }  // namespace ddp::check

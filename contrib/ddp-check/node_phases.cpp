@@ -10,16 +10,19 @@
 
 #include "ddp-check/fabric.hpp"
 #include "ddp-check/fabric_probe.hpp"
-#include "ddp-check/pairs.hpp"
+#include "ddp-check/nccl_phase.hpp"
 #include "ddp-check/pairs_net.hpp"
 #include "libddp/util/suspect.hpp"
 
 namespace ddp::check {
 namespace {
 
-// The pairwise phase's bound replaces the check's: the alarm is set again for it.
-std::chrono::steady_clock::time_point pairs_deadline(std::uint32_t nodes, const Options& o) {
-  const double budget = pairs_budget_s(nodes, o.pairs_seconds, 0);
+// The pairwise phase's bound replaces the check's: the alarm is set again for it. The NCCL
+// rounds count when this node can run them (when one cannot, rank 0 skips them).
+std::chrono::steady_clock::time_point pairs_deadline(std::uint32_t nodes, const Options& o,
+                                                     const PairsSetup& s) {
+  const double budget =
+      pairs_budget_s(nodes, o.pairs_seconds, 0, o.nccl && !s.nccl_unavailable.has_value());
   alarm(static_cast<unsigned>(std::ceil(budget)) + 5);
   return std::chrono::steady_clock::now() +
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -33,6 +36,9 @@ PairsSetup base_setup(const Options& o, const Identity& id) {
   s.node = slurm_node_name(id.self.host);
   s.seconds = o.pairs_seconds;
   s.threshold = o.pairs_threshold;
+  s.nccl = o.nccl;
+  if (o.nccl) s.nccl_unavailable = nccl_unavailable();
+  s.nccl_bytes = o.pairs_bytes;
   return s;
 }
 
@@ -85,11 +91,7 @@ int pairs_coordinator(const Options& o, const Identity& id, const std::vector<He
     s.nodes.push_back(h.host);
     s.addresses.push_back(h.address);
   }
-  s.deadline = pairs_deadline(static_cast<std::uint32_t>(s.nodes.size()), o);
-  std::printf("pairs: %zu nodes, %zu rounds, %.2f s per direction; NCCL send/recv not measured\n",
-              s.nodes.size(), pair_rounds(static_cast<std::uint32_t>(s.nodes.size())).size(),
-              o.pairs_seconds);
-  std::fflush(stdout);
+  s.deadline = pairs_deadline(static_cast<std::uint32_t>(s.nodes.size()), o, s);
   return run_pairs(s);
 }
 
@@ -97,7 +99,7 @@ int pairs_agent(const Options& o, const Identity& id) {
   if (id.scope == Scope::ranks && id.self.local_rank != 0) return 0;
   PairsSetup s = base_setup(o, id);
   const auto nodes = id.self.nnodes ? *id.self.nnodes : id.self.world_size;
-  s.deadline = pairs_deadline(nodes, o);
+  s.deadline = pairs_deadline(nodes, o, s);
   return run_pairs(s);
 }
 

@@ -79,7 +79,7 @@ std::string usage() {
          "  --timeout SECONDS       bound on the whole check (default 30; env DDP_CHECK_TIMEOUT)\n"
          "  --mode tasks|torchrun   what a process stands for (default: RANK set -> tasks,\n"
          "                          else NODE_RANK and NNODES set -> torchrun)\n"
-         "  --no-nccl               skip the NCCL all-reduce phase\n"
+         "  --no-nccl               skip the NCCL phases (all-reduce; send/recv with --pairs)\n"
          "  --nccl-min-busbw GBPS   fail when the all-reduce bus bandwidth is lower\n"
          "                          (env DDP_CHECK_NCCL_MIN_BUSBW)\n"
          "  --nccl-bytes N          all-reduce size in bytes (default 67108864)\n"
@@ -94,6 +94,8 @@ std::string usage() {
          "                          pair in rounds; names the nodes below the threshold\n"
          "  --pairs-threshold X     slow: a node's best pair below X times the median (0.5)\n"
          "  --pairs-seconds S       time per direction and pair (default 0.5)\n"
+         "  --pairs-bytes N         then, with a GPU on every node, NCCL send/recv of N bytes\n"
+         "                          each way between the same pairs (default 67108864)\n"
          "  --fabric ib|efa|cxi|socket  every node must have this network active (env\n"
          "                          DDP_CHECK_FABRIC); names the nodes that lack it\n"
          "  --net-plugin NAME       and NCCL's net plugin NAME must load (env\n"
@@ -203,6 +205,13 @@ Result<void> apply_nccl_bytes(Options& o, std::string_view v) {
   return {};
 }
 
+Result<void> apply_pairs_bytes(Options& o, std::string_view v) {
+  auto n = text::parse_unsigned(v, 1, 16ull << 30, "--pairs-bytes");
+  if (!n) return std::unexpected(std::move(n.error()));
+  o.pairs_bytes = *n;
+  return {};
+}
+
 // Options that take a value: --timeout, --mode, --nccl-min-busbw, --nccl-bytes, --route-to,
 // --auth, --munge-socket. nullopt when `c.name` is none of them.
 std::optional<Result<void>> apply_valued(Options& o, Cursor& c) {
@@ -218,6 +227,7 @@ std::optional<Result<void>> apply_valued(Options& o, Cursor& c) {
       {"--mode", apply_mode},
       {"--pairs-threshold", apply_pairs_threshold},
       {"--pairs-seconds", apply_pairs_seconds},
+      {"--pairs-bytes", apply_pairs_bytes},
       {"--fabric", apply_fabric},
       {"--net-plugin",
        [](Options& opts, std::string_view v) -> Result<void> {
@@ -274,7 +284,7 @@ constexpr std::string_view k_option_names[] = {
     "--route-to",        "--auth",          "--help",
     "--version",         "--munge-socket",  "--pairs",
     "--pairs-threshold", "--pairs-seconds", "--fabric",
-    "--net-plugin",      "--sysfs-root",
+    "--net-plugin",      "--sysfs-root",    "--pairs-bytes",
 };
 
 // `unknown option "--timout" (did you mean "--timeout"? see --help)`.

@@ -23,7 +23,7 @@ inline constexpr double k_default_timeout_s = 30;
 struct Options {
   double timeout_s = k_default_timeout_s;   // --timeout, else DDP_CHECK_TIMEOUT
   std::optional<Scope> scope;               // --mode tasks|torchrun; else from the environment
-  bool nccl = true;                         // --no-nccl turns the NCCL phase off
+  bool nccl = true;                         // --no-nccl turns the NCCL phases off
   std::optional<double> nccl_min_busbw;     // --nccl-min-busbw GBPS, else DDP_CHECK_NCCL_MIN_BUSBW
   std::uint64_t nccl_bytes = 64ull << 20;   // --nccl-bytes N: all-reduce message size
   std::optional<std::string> topology;      // --topology [FILE.xml]: print the topology, no check
@@ -31,12 +31,13 @@ struct Options {
   std::optional<std::string> route_to;      // --route-to ADDR (with --topology): interface choice
   AuthMode auth = AuthMode::munge;          // --auth munge|none, else DDP_CHECK_AUTH
   std::optional<std::string> munge_socket;  // --munge-socket PATH, else DDP_CHECK_MUNGE_SOCKET
-  bool pairs = false;                     // --pairs: pairwise bandwidth and latency after the check
-  double pairs_threshold = 0.5;           // --pairs-threshold: slow below this x the median
-  double pairs_seconds = 0.5;             // --pairs-seconds: per direction and pair
-  std::optional<std::string> fabric;      // --fabric ib|efa|cxi|socket, else DDP_CHECK_FABRIC
-  std::optional<std::string> net_plugin;  // --net-plugin NAME, else DDP_CHECK_NET_PLUGIN
-  std::string sysfs_root = "/sys";        // --sysfs-root DIR: where the fabric is looked up
+  bool pairs = false;            // --pairs: pairwise bandwidth and latency after the check
+  double pairs_threshold = 0.5;  // --pairs-threshold: slow below this x the median
+  double pairs_seconds = 0.5;    // --pairs-seconds: per direction and pair
+  std::uint64_t pairs_bytes = 64ull << 20;  // --pairs-bytes N: NCCL send/recv size per pair
+  std::optional<std::string> fabric;        // --fabric ib|efa|cxi|socket, else DDP_CHECK_FABRIC
+  std::optional<std::string> net_plugin;    // --net-plugin NAME, else DDP_CHECK_NET_PLUGIN
+  std::string sysfs_root = "/sys";          // --sysfs-root DIR: where the fabric is looked up
   bool help = false;
   bool version = false;
 };

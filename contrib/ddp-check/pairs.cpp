@@ -55,6 +55,14 @@ std::string matrix(const std::vector<std::string>& hosts, const std::string& tit
 
 }  // namespace
 
+PairMetric tcp_metric() {
+  return {"", "pairs: bandwidth in Gbit/s (the slower direction)", "Gbit/s", true};
+}
+
+PairMetric nccl_metric() {
+  return {"NCCL send/recv", "pairs: NCCL send/recv in GB/s (the slower side)", "GB/s", false};
+}
+
 std::vector<PairRound> pair_rounds(std::uint32_t nodes, std::uint32_t max_rounds) {
   if (nodes < 2) return {};
   // An odd count gets a placeholder node; whoever meets it sits the round out.
@@ -79,30 +87,31 @@ std::vector<PairRound> pair_rounds(std::uint32_t nodes, std::uint32_t max_rounds
 PairVerdict judge_pairs(std::uint32_t nodes, const std::vector<PairResult>& results,
                         double threshold) {
   PairVerdict v;
-  v.node_gbit_s.assign(nodes, 0.0);
+  v.node_bandwidth.assign(nodes, 0.0);
   for (const PairResult& r : results) {
     if (r.pair.first >= nodes || r.pair.second >= nodes) continue;
-    const double bw = r.gbit_s.value_or(0.0);
+    const double bw = r.bandwidth.value_or(0.0);
     for (std::uint32_t n : {r.pair.first, r.pair.second}) {
-      v.node_gbit_s[n] = std::max(v.node_gbit_s[n], bw);
+      v.node_bandwidth[n] = std::max(v.node_bandwidth[n], bw);
     }
   }
-  v.median_gbit_s = median(v.node_gbit_s);
+  v.median = median(v.node_bandwidth);
   if (nodes < 3) {
     v.undecided = "fewer than 3 nodes: a slow pair does not tell which of its nodes is slow";
-  } else if (v.median_gbit_s <= 0) {
+  } else if (v.median <= 0) {
     // Half the nodes or more measured nothing: the fault is not one node's.
     v.undecided = "no bandwidth measured for half of the nodes or more";
   } else {
     for (std::uint32_t n = 0; n < nodes; ++n) {
-      if (v.node_gbit_s[n] < threshold * v.median_gbit_s) v.slow.push_back(n);
+      if (v.node_bandwidth[n] < threshold * v.median) v.slow.push_back(n);
     }
   }
   return v;
 }
 
 std::string render_pair_table(const std::vector<std::string>& hosts,
-                              const std::vector<PairResult>& results, const PairVerdict& verdict) {
+                              const std::vector<PairResult>& results, const PairVerdict& verdict,
+                              const PairMetric& metric) {
   auto find = [&](std::size_t i, std::size_t j) -> const PairResult* {
     for (const PairResult& r : results) {
       if ((r.pair.first == i && r.pair.second == j) || (r.pair.first == j && r.pair.second == i))
@@ -112,7 +121,7 @@ std::string render_pair_table(const std::vector<std::string>& hosts,
   };
   auto bw = [&](std::size_t i, std::size_t j) -> std::optional<double> {
     const PairResult* r = find(i, j);
-    return r != nullptr ? r->gbit_s : std::nullopt;
+    return r != nullptr ? r->bandwidth : std::nullopt;
   };
   auto rtt = [&](std::size_t i, std::size_t j) -> std::optional<double> {
     const PairResult* r = find(i, j);
@@ -120,28 +129,52 @@ std::string render_pair_table(const std::vector<std::string>& hosts,
   };
   auto figure = [&](std::size_t i) {
     bool slow = std::find(verdict.slow.begin(), verdict.slow.end(), i) != verdict.slow.end();
-    double value = i < verdict.node_gbit_s.size() ? verdict.node_gbit_s[i] : 0.0;
+    double value = i < verdict.node_bandwidth.size() ? verdict.node_bandwidth[i] : 0.0;
     return fixed1(value) + (slow ? " SLOW" : "");
   };
-  return matrix(hosts, "pairs: bandwidth in Gbit/s (the slower direction)", bw, "best", figure) +
-         matrix(hosts, "pairs: round trip in microseconds", rtt, "",
-                [](std::size_t) { return std::string(); });
+  std::string out = matrix(hosts, metric.title, bw, "best", figure);
+  if (!metric.round_trip) return out;
+  return out + matrix(hosts, "pairs: round trip in microseconds", rtt, "",
+                      [](std::size_t) { return std::string(); });
 }
 
 std::string describe_pairs(const std::vector<std::string>& hosts, const PairVerdict& verdict,
-                           double threshold) {
+                           double threshold, const PairMetric& metric) {
   char share[32];
   std::snprintf(share, sizeof share, "%g", threshold);
+  const std::string unit = " " + metric.unit;
   const std::string rule =
-      "median " + fixed1(verdict.median_gbit_s) + " Gbit/s, threshold " + share + " x median";
+      "median " + fixed1(verdict.median) + unit + ", threshold " + share + " x median";
   if (verdict.undecided) return "no slow node named: " + *verdict.undecided;
   if (verdict.slow.empty()) return "no slow node (" + rule + ")";
   std::vector<std::string> named;
   for (std::uint32_t n : verdict.slow) {
     const std::string host = n < hosts.size() ? hosts[n] : "node " + text::decimal(n);
-    named.push_back(host + " (" + fixed1(verdict.node_gbit_s[n]) + " Gbit/s)");
+    named.push_back(host + " (" + fixed1(verdict.node_bandwidth[n]) + unit + ")");
   }
   return "slow: " + text::join(named, ", ") + "; " + rule;
+}
+
+std::string slow_evidence(const PairVerdict& verdict, std::uint32_t node,
+                          const PairMetric& metric) {
+  auto fixed2 = [](double value) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", value);
+    return std::string(buf);
+  };
+  const double figure = node < verdict.node_bandwidth.size() ? verdict.node_bandwidth[node] : 0;
+  return (metric.name.empty() ? "" : metric.name + ": ") + "best pair " + fixed2(figure) + " " +
+         metric.unit + ", median " + fixed2(verdict.median) + " " + metric.unit;
+}
+
+std::string pairs_header(std::size_t nodes, std::size_t rounds, double seconds,
+                         std::uint64_t nccl_bytes, const std::optional<std::string>& nccl_skip) {
+  char per[32];
+  std::snprintf(per, sizeof per, "%.2f", seconds);
+  return "pairs: " + text::plural(nodes, "node") + ", " + text::plural(rounds, "round") + ", " +
+         per + " s per direction; " +
+         (nccl_skip ? "NCCL send/recv skipped: " + *nccl_skip
+                    : "then NCCL send/recv, " + text::decimal(nccl_bytes) + " bytes each way");
 }
 
 }  // namespace ddp::check

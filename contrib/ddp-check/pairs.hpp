@@ -24,11 +24,24 @@ using PairRound = std::vector<NodePair>;
 // `max_rounds` > 0 keeps only the first rounds (a sample of the pairs for large steps).
 std::vector<PairRound> pair_rounds(std::uint32_t nodes, std::uint32_t max_rounds = 0);
 
-// One pair's measurement: bandwidth in Gbit/s (the slower of the two directions) and the
-// round-trip latency in microseconds; nullopt when the pair could not be measured.
+// What a table and a verdict measure: TCP in Gbit/s with round trips, NCCL send/recv in GB/s.
+struct PairMetric {
+  std::string name;         // "" for TCP, else what the verdict and evidence lines start with
+  std::string title;        // the bandwidth table's first line
+  std::string unit;         // after every figure in the verdict
+  bool round_trip = false;  // a second table of round trips in microseconds
+};
+
+// The TCP measurement: "pairs: bandwidth in Gbit/s (the slower direction)" and round trips.
+PairMetric tcp_metric();
+// NCCL send/recv: "pairs: NCCL send/recv in GB/s (the slower side)", no round trips.
+PairMetric nccl_metric();
+
+// One pair's measurement: bandwidth in the metric's unit (the slower of the two directions or
+// sides) and the round-trip latency in microseconds; nullopt when not measured.
 struct PairResult {
   NodePair pair;
-  std::optional<double> gbit_s;
+  std::optional<double> bandwidth;
   std::optional<double> rtt_us;
 };
 
@@ -40,8 +53,8 @@ struct PairVerdict {
   // A node's figure: the best bandwidth of the pairs it took part in (0 when none could be
   // measured). The best, not the mean: a healthy node's pairs with a slow peer are slow too,
   // but its pair with another healthy node is not, so only the slow node scores low.
-  std::vector<double> node_gbit_s;
-  double median_gbit_s = 0;
+  std::vector<double> node_bandwidth;
+  double median = 0;
   std::vector<std::uint32_t> slow;  // nodes below threshold x median, in index order
   // Why no node can be named: fewer than three measured nodes cannot say which side of a
   // slow pair is at fault.
@@ -53,14 +66,25 @@ struct PairVerdict {
 PairVerdict judge_pairs(std::uint32_t nodes, const std::vector<PairResult>& results,
                         double threshold);
 
-// The node x node table: bandwidth above the diagonal's mirror, i.e. row i column j holds the
-// pair (i, j) in Gbit/s and "-" on the diagonal or for a pair not measured; a last column with
-// each node's figure and "SLOW" for the named ones. `hosts` names the rows and columns.
+// The node x node table: row i column j holds the pair (i, j) in the metric's unit and "-" on
+// the diagonal or for a pair not measured; a last column with each node's figure and "SLOW" for
+// the named ones; then the round trips when the metric has them. `hosts` names rows, columns.
 std::string render_pair_table(const std::vector<std::string>& hosts,
-                              const std::vector<PairResult>& results, const PairVerdict& verdict);
+                              const std::vector<PairResult>& results, const PairVerdict& verdict,
+                              const PairMetric& metric);
 
-// One line: "slow: node03 (0.9 Gbit/s, median 9.4 Gbit/s, threshold 0.5)" or "no slow node ...".
+// One line: "slow: node03 (0.9 Gbit/s); median 9.4 Gbit/s, threshold 0.5 x median" or
+// "no slow node ...", in the metric's unit.
 std::string describe_pairs(const std::vector<std::string>& hosts, const PairVerdict& verdict,
-                           double threshold);
+                           double threshold, const PairMetric& metric);
+
+// The evidence of a slow node's suspect line: "best pair 0.19 Gbit/s, median 13.28 Gbit/s",
+// after "NCCL send/recv: " for NCCL.
+std::string slow_evidence(const PairVerdict& verdict, std::uint32_t node, const PairMetric& metric);
+
+// The phase's first line: "pairs: 3 nodes, 3 rounds, 0.50 s per direction; " then
+// "then NCCL send/recv, N bytes each way" or "NCCL send/recv skipped: WHY".
+std::string pairs_header(std::size_t nodes, std::size_t rounds, double seconds,
+                         std::uint64_t nccl_bytes, const std::optional<std::string>& nccl_skip);
 
 }  // namespace ddp::check

@@ -1,9 +1,9 @@
 // The pairwise phase: one agent per node, rank 0's coordinator, the measurement of one pair.
 //
-// Agent -> rank 0 (MASTER_PORT + 1):  "agent NODE DATAPORT"
+// Agent -> rank 0 (MASTER_PORT + 1):  "agent NODE DATAPORT nccl|no-nccl WHY" (pairs_protocol.hpp)
 // rank 0 -> agent:  "serve" (take two connections on DATAPORT), "measure ADDR PORT" (measure
-//                   against that peer), "done"
-// agent -> rank 0:  "served", "result GBITS RTT_US" or "result - - WHY"
+//                   against that peer), "nccl-pair ..." (pairs_nccl.hpp), "done"
+// agent -> rank 0:  "served", "result GBITS RTT_US" or "result - - WHY", "nccl-result ..."
 // measuring agent -> peer, first connection: 'p' bytes echoed (round trips), then 'f' and a
 // stream the peer times, answering "n GBITS"; second connection: 'r', and the peer streams.
 #include "ddp-check/pairs_net.hpp"
@@ -18,6 +18,9 @@
 #include <thread>
 
 #include "ddp-check/pairs.hpp"
+#include "ddp-check/pairs_agent.hpp"
+#include "ddp-check/pairs_nccl.hpp"
+#include "ddp-check/pairs_protocol.hpp"
 #include "ddp-check/pairs_socket.hpp"
 #include "libddp/util/suspect.hpp"
 #include "libddp/util/text.hpp"
@@ -98,9 +101,9 @@ int agent(const PairsSetup& s) {
   Fd data = listen_tcp(0);
   if (data.fd < 0) return 1;
   Fd ctl = connect_tcp(s.master_addr, s.port, s.deadline);
-  if (ctl.fd < 0 ||
-      !send_all(ctl.fd, "agent " + s.node + " " + std::to_string(port_of(data.fd)) + "\n",
-                s.deadline)) {
+  const AgentHello hello{s.node, port_of(data.fd),
+                         s.nccl ? s.nccl_unavailable : std::optional<std::string>("--no-nccl")};
+  if (ctl.fd < 0 || !send_all(ctl.fd, format_agent_hello(hello) + "\n", s.deadline)) {
     std::fprintf(stderr, "ddp-check: pairs: %s cannot reach rank 0 at %s:%u\n", s.node.c_str(),
                  s.master_addr.c_str(), s.port);
     return 1;
@@ -116,25 +119,18 @@ int agent(const PairsSetup& s) {
       auto port = words.size() == 3 ? text::parse_uint<std::uint16_t>(words[2]) : std::nullopt;
       answer = port ? measure(std::string(words[1]), *port, s.seconds, s.deadline)
                     : "result - - bad request";
+    } else if (line->starts_with("nccl-pair ")) {
+      answer = answer_nccl_request(*line, s.nccl_bytes, s.deadline);
     }
     if (!send_all(ctl.fd, answer + "\n", s.deadline)) return 1;
   }
   return 1;
 }
 
-// One registered agent, as rank 0 sees it.
-struct Agent {
-  Fd ctl;
-  std::string buf;
-  std::string name;     // the node's name, from the agent
-  std::string address;  // where it connected from: its peers measure against this address
-  std::uint16_t port = 0;
-};
-
 // Accepts agents from the admitted addresses until every node has one or the deadline.
-std::vector<std::optional<Agent>> register_agents(int lfd, const PairsSetup& s,
-                                                  Clock::time_point until) {
-  std::vector<std::optional<Agent>> agents(s.nodes.size());
+std::vector<std::optional<PairAgent>> register_agents(int lfd, const PairsSetup& s,
+                                                      Clock::time_point until) {
+  std::vector<std::optional<PairAgent>> agents(s.nodes.size());
   std::size_t missing = agents.size();
   while (missing > 0) {
     std::string peer;
@@ -143,14 +139,13 @@ std::vector<std::optional<Agent>> register_agents(int lfd, const PairsSetup& s,
     auto at = std::find(s.addresses.begin(), s.addresses.end(), peer);
     if (at == s.addresses.end()) continue;  // not a node of this step: not admitted
     const auto index = static_cast<std::size_t>(at - s.addresses.begin());
-    Agent a{std::move(c), "", "", peer, 0};
+    PairAgent a{std::move(c), "", "", peer, 0, std::nullopt};
     auto line = read_line(a.ctl.fd, a.buf, until);
-    auto words = line ? text::split(*line, ' ') : std::vector<std::string_view>{};
-    auto port = words.size() == 3 && words[0] == "agent" ? text::parse_uint<std::uint16_t>(words[2])
-                                                         : std::nullopt;
-    if (!port || agents[index]) continue;
-    a.name = std::string(words[1]);
-    a.port = *port;
+    auto hello = line ? parse_agent_hello(*line) : std::nullopt;
+    if (!hello || agents[index]) continue;
+    a.name = hello->node;
+    a.port = hello->port;
+    a.nccl_unavailable = hello->nccl_unavailable;
     agents[index] = std::move(a);
     --missing;
   }
@@ -158,7 +153,7 @@ std::vector<std::optional<Agent>> register_agents(int lfd, const PairsSetup& s,
 }
 
 // One round: every pair at once; the results of its measuring sides.
-void run_round(std::vector<std::optional<Agent>>& agents, const PairRound& round,
+void run_round(std::vector<std::optional<PairAgent>>& agents, const PairRound& round,
                const PairsSetup& s, std::vector<PairResult>& results) {
   const auto until =
       std::min(s.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -180,7 +175,7 @@ void run_round(std::vector<std::optional<Agent>>& agents, const PairRound& round
     auto words = line ? text::split(*line, ' ') : std::vector<std::string_view>{};
     PairResult r{p, std::nullopt, std::nullopt};
     if (words.size() >= 3 && words[0] == "result") {
-      r.gbit_s = number(words[1]);
+      r.bandwidth = number(words[1]);
       r.rtt_us = number(words[2]);
     }
     results.push_back(r);
@@ -188,23 +183,36 @@ void run_round(std::vector<std::optional<Agent>>& agents, const PairRound& round
   }
 }
 
-// Rank 0: the schedule, the table, the verdict and the suspects; the exit status.
-int coordinate(int lfd, const PairsSetup& s) {
-  auto agents =
-      register_agents(lfd, s, std::min(s.deadline, Clock::now() + std::chrono::seconds(10)));
-  std::vector<std::string> names;
-  for (std::size_t i = 0; i < agents.size(); ++i) {
-    names.push_back(agents[i] ? agents[i]->name : s.nodes[i]);
-  }
-  std::vector<PairResult> results;
-  const auto n = static_cast<std::uint32_t>(agents.size());
-  for (const PairRound& round : pair_rounds(n, s.max_rounds)) run_round(agents, round, s, results);
-  for (auto& a : agents) {
-    if (a) send_all(a->ctl.fd, "done\n", s.deadline);
-  }
-  const PairVerdict v = judge_pairs(n, results, s.threshold);
-  std::fputs(render_pair_table(names, results, v).c_str(), stdout);
-  std::printf("pairs: %s\n", describe_pairs(names, v, s.threshold).c_str());
+// Prints one measurement's table and verdict line; the verdict.
+PairVerdict show(const std::vector<std::string>& names, const std::vector<PairResult>& results,
+                 double threshold, const PairMetric& metric) {
+  const PairVerdict v = judge_pairs(static_cast<std::uint32_t>(names.size()), results, threshold);
+  std::fputs(render_pair_table(names, results, v, metric).c_str(), stdout);
+  std::printf("pairs: %s%s\n", metric.name.empty() ? "" : (metric.name + ": ").c_str(),
+              describe_pairs(names, v, threshold, metric).c_str());
+  return v;
+}
+
+// The NCCL rounds, their table, verdict and the pairs not measured; the verdict. `nothing` is
+// set when there were pairs to measure and none was.
+PairVerdict nccl_pairs(std::vector<std::optional<PairAgent>>& agents,
+                       const std::vector<std::string>& names, const std::vector<PairRound>& rounds,
+                       const PairsSetup& s, bool& nothing) {
+  std::vector<std::string> failures;
+  const auto results = run_nccl_rounds(agents, rounds, s.deadline, failures);
+  const PairVerdict v = show(names, results, s.threshold, nccl_metric());
+  for (const auto& f : failures) std::printf("pairs: NCCL send/recv not measured: %s\n", f.c_str());
+  nothing = std::none_of(results.begin(), results.end(),
+                         [](const PairResult& r) { return r.bandwidth.has_value(); });
+  if (nothing && !results.empty()) std::printf("pairs: NCCL send/recv: no pair measured\n");
+  nothing = nothing && !results.empty();
+  return v;
+}
+
+// The suspect lines: nodes that did not join, nodes slow over TCP or NCCL; the exit status.
+int print_suspects(const std::vector<std::optional<PairAgent>>& agents,
+                   const std::vector<std::string>& names, const PairsSetup& s,
+                   const std::vector<std::pair<PairVerdict, PairMetric>>& verdicts) {
   int rc = 0;
   for (std::size_t i = 0; i < agents.size(); ++i) {
     if (agents[i]) continue;
@@ -213,16 +221,52 @@ int coordinate(int lfd, const PairsSetup& s) {
                             .c_str());
     rc = 1;
   }
-  for (std::uint32_t i : v.slow) {
-    if (!agents[i]) continue;
-    std::printf("%s\n",
-                suspect_line({names[i], Fault::slow,
-                              "best pair " + fixed(v.node_gbit_s[i], "%.2f") + " Gbit/s, median " +
-                                  fixed(v.median_gbit_s, "%.2f") + " Gbit/s",
-                              ""})
-                    .c_str());
-    rc = 1;
+  for (const auto& [v, metric] : verdicts) {
+    for (std::uint32_t i : v.slow) {
+      if (!agents[i]) continue;
+      std::printf("%s\n",
+                  suspect_line({names[i], Fault::slow, slow_evidence(v, i, metric), ""}).c_str());
+      rc = 1;
+    }
   }
+  return rc;
+}
+
+// The nodes that registered and whether each can run NCCL.
+std::vector<AgentNccl> registered(const std::vector<std::optional<PairAgent>>& agents) {
+  std::vector<AgentNccl> out;
+  for (const auto& a : agents) {
+    if (a) out.push_back({a->name, a->nccl_unavailable});
+  }
+  return out;
+}
+
+// Rank 0: the schedule, the tables, the verdicts and the suspects; the exit status.
+int coordinate(int lfd, const PairsSetup& s) {
+  auto agents =
+      register_agents(lfd, s, std::min(s.deadline, Clock::now() + std::chrono::seconds(10)));
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < agents.size(); ++i) {
+    names.push_back(agents[i] ? agents[i]->name : s.nodes[i]);
+  }
+  const auto n = static_cast<std::uint32_t>(agents.size());
+  const auto rounds = pair_rounds(n, s.max_rounds);
+  const auto nccl_skip = nccl_pairs_skip(s.nccl, registered(agents));
+  std::printf("%s\n", pairs_header(n, rounds.size(), s.seconds, s.nccl_bytes, nccl_skip).c_str());
+  std::fflush(stdout);
+  std::vector<PairResult> tcp;
+  for (const PairRound& round : rounds) run_round(agents, round, s, tcp);
+  std::vector<std::pair<PairVerdict, PairMetric>> verdicts;
+  verdicts.emplace_back(show(names, tcp, s.threshold, tcp_metric()), tcp_metric());
+  bool nccl_nothing = false;
+  if (!nccl_skip) {
+    std::fflush(stdout);
+    verdicts.emplace_back(nccl_pairs(agents, names, rounds, s, nccl_nothing), nccl_metric());
+  }
+  for (auto& a : agents) {
+    if (a) send_all(a->ctl.fd, "done\n", s.deadline);
+  }
+  const int rc = print_suspects(agents, names, s, verdicts) != 0 || nccl_nothing ? 1 : 0;
   std::printf(rc == 0 ? "ddp-check: pairs: OK\n" : "ddp-check: pairs: FAILED\n");
   std::fflush(stdout);
   return rc;
@@ -230,9 +274,9 @@ int coordinate(int lfd, const PairsSetup& s) {
 
 }  // namespace
 
-double pairs_budget_s(std::uint32_t nodes, double seconds, std::uint32_t max_rounds) {
-  std::size_t rounds = pair_rounds(nodes, max_rounds).size();
-  return 12 + static_cast<double>(rounds) * (2 * seconds + 3);
+double pairs_budget_s(std::uint32_t nodes, double seconds, std::uint32_t max_rounds, bool nccl) {
+  const auto rounds = static_cast<double>(pair_rounds(nodes, max_rounds).size());
+  return 12 + rounds * (2 * seconds + 3) + (nccl ? rounds * k_nccl_round_s : 0);
 }
 
 int run_pairs(const PairsSetup& setup) {

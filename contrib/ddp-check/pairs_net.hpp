@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,17 +23,21 @@ struct PairsSetup {
   std::vector<std::string> addresses;
   double seconds = 0.5;  // per direction and pair
   double threshold = 0.5;
-  std::uint32_t max_rounds = 0;  // 0: every pair
+  std::uint32_t max_rounds = 0;                 // 0: every pair
+  bool nccl = true;                             // --no-nccl clears it: no NCCL send/recv
+  std::optional<std::string> nccl_unavailable;  // why this node cannot run NCCL send/recv
+  std::uint64_t nccl_bytes = 64ull << 20;       // per pair, direction and iteration
   std::chrono::steady_clock::time_point deadline;
 };
 
 // The time the phase may take for `nodes` nodes: the rounds, each two directions of
-// `seconds` plus the round trips and a margin, and the agents' registration.
-double pairs_budget_s(std::uint32_t nodes, double seconds, std::uint32_t max_rounds);
+// `seconds` plus the round trips and a margin, and the agents' registration; with `nccl`, the
+// NCCL send/recv rounds too.
+double pairs_budget_s(std::uint32_t nodes, double seconds, std::uint32_t max_rounds, bool nccl);
 
 // Runs this process's part: every node's agent, and on rank 0 the coordinator beside it.
-// Prints the table and the verdict (rank 0) and a suspect line per slow node; returns the exit
-// status: 0, or 1 when a node is slow or the phase could not finish.
+// Prints the tables and the verdicts (rank 0) and a suspect line per slow node; returns the
+// exit status: 0, or 1 when a node is slow (over TCP or NCCL) or the phase could not finish.
 int run_pairs(const PairsSetup& setup);
 
 }  // namespace ddp::check

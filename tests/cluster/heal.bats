@@ -12,6 +12,8 @@
 #     the fault follows it;
 #   - node03's ddp-check given an address that does not answer: rank 0 names node03;
 #   - node02's link limited with tc (200 Mbit/s): `ddp-check --pairs` names node02, and only it;
+#   - the NCCL send/recv rounds of --pairs, with ddp-check's NCCL calls faked (no GPU here):
+#     a slow node and a failing one are named, and one node without a GPU skips them, named;
 #   - the fabric assertion with a fake sysfs tree per node: the node whose InfiniBand port is
 #     DOWN is named, the others report their ACTIVE port.
 # The cluster of the ctest fixture has 3 nodes; setup_file starts it again with 4 (same Slurm,
@@ -180,12 +182,74 @@ EOF
   run cl srun -N3 --ddp "$check_bin" --timeout 10 --pairs --pairs-seconds 0.3
   echo "$output"
   [ "$status" -eq 1 ]
-  grep -qx "pairs: 3 nodes, 3 rounds, 0.30 s per direction; NCCL send/recv not measured" <<<"$output"
+  # No GPU on the cluster: the NCCL send/recv pairs are skipped, with the one reason every node
+  # gives (a build without NCCL, or one with NCCL on a machine without a driver or a GPU).
+  local header="pairs: 3 nodes, 3 rounds, 0.30 s per direction; NCCL send/recv skipped: "
+  grep -qxF -e "${header}ddp-check was built without NCCL (configure with CUDA and NCCL to enable it)" \
+    -e "${header}no NVIDIA driver on this node (/proc/driver/nvidia/version absent)" \
+    -e "${header}no GPU visible" <<<"$output"
+  # Skipped: no NCCL table, no NCCL verdict.
+  [ "$(grep -c "^pairs: NCCL send/recv" <<<"$output")" -eq 0 ]
   grep -qE "^   1 node02 +[0-9.]+ +- +[0-9.]+  [0-9.]+ SLOW$" <<<"$output"
   grep -qE "^pairs: slow: node02 \([0-9.]+ Gbit/s\); median [0-9.]+ Gbit/s, threshold 0.5 x median$" <<<"$output"
   [ "$(grep -c "^ddp-check: suspect " <<<"$output")" -eq 1 ]
   grep -qE "^ddp-check: suspect node02: slow: best pair 0\.[0-2][0-9] Gbit/s, median " <<<"$output"
   grep -qx "ddp-check: pairs: FAILED" <<<"$output"
+}
+
+# fake_nccl: ddp-check-fake-nccl beside the build's ddp-check, in $fake: ddp-check with its NCCL
+# calls replaced (tests/unit/check/fake_nccl.cpp), for the NCCL rounds without a GPU.
+fake_nccl() {
+  fake=${check_bin%/*}/ddp-check-fake-nccl
+  [[ -x $fake ]] || skip "ddp-check-fake-nccl not built (the unit tests' targets)"
+}
+
+@test "NCCL send/recv pairs (NCCL calls faked): the slow node and the failing one are named" {
+  fake_nccl
+  mkdir "$work/meet"
+  # node02's side reports 2 GB/s, node04's fails; the sides of each pair meet in $work/meet,
+  # so a pair whose sides were not both asked, with one id and ranks 0 and 1, fails instead.
+  # shellcheck disable=SC2016  # expanded by each task's shell
+  run cl srun -N4 --ddp bash -c 'export DDP_FAKE_NCCL_DIR=$1
+    case $SLURMD_NODENAME in
+      node02) export DDP_FAKE_NCCL_GBPS=2 ;;
+      node04) export DDP_FAKE_NCCL_FAIL="cudaMalloc: out of memory" ;;
+    esac
+    exec "$0" --timeout 10 --pairs --pairs-seconds 0.1 --pairs-bytes 4096' "$fake" "$work/meet"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  grep -qx "pairs: 4 nodes, 3 rounds, 0.10 s per direction; then NCCL send/recv, 4096 bytes each way" <<<"$output"
+  grep -A5 -x "pairs: NCCL send/recv in GB/s (the slower side)" <<<"$output" >"$work/table"
+  diff - "$work/table" <<'EOF'
+pairs: NCCL send/recv in GB/s (the slower side)
+node            0     1     2     3  best
+   0 node01     -   2.0  20.0     -  20.0
+   1 node02   2.0     -   2.0     -  2.0 SLOW
+   2 node03  20.0   2.0     -     -  20.0
+   3 node04     -     -     -     -  0.0 SLOW
+EOF
+  grep -qx "pairs: NCCL send/recv: slow: node02 (2.0 GB/s), node04 (0.0 GB/s); median 11.0 GB/s, threshold 0.5 x median" <<<"$output"
+  for peer in node01 node02 node03; do
+    grep -qx "pairs: NCCL send/recv not measured: $peer - node04: node04: cudaMalloc: out of memory" <<<"$output"
+  done
+  [ "$(grep -c "^ddp-check: suspect .*: slow: NCCL send/recv: " <<<"$output")" -eq 2 ]
+  grep -qx "ddp-check: suspect node02: slow: NCCL send/recv: best pair 2.00 GB/s, median 11.00 GB/s" <<<"$output"
+  grep -qx "ddp-check: suspect node04: slow: NCCL send/recv: best pair 0.00 GB/s, median 11.00 GB/s" <<<"$output"
+  # Every pair's two sides met: 6 pairs, 2 marks each.
+  [ "$(find "$work/meet" -type f | wc -l)" -eq 12 ]
+  grep -qx "ddp-check: pairs: FAILED" <<<"$output"
+}
+
+@test "NCCL send/recv pairs (NCCL calls faked): one node without a GPU skips them, named" {
+  fake_nccl
+  # shellcheck disable=SC2016  # expanded by each task's shell
+  run cl srun -N3 --ddp bash -c '[ "$SLURMD_NODENAME" = node03 ] && export DDP_FAKE_NCCL_UNAVAILABLE="no GPU visible"
+    exec "$0" --timeout 10 --pairs --pairs-seconds 0.3' "$fake"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -qx "pairs: 3 nodes, 3 rounds, 0.30 s per direction; NCCL send/recv skipped: no GPU visible on node03" <<<"$output"
+  [ "$(grep -c "^pairs: NCCL send/recv" <<<"$output")" -eq 0 ]
+  grep -qx "ddp-check: pairs: OK" <<<"$output"
 }
 
 @test "--fabric ib with a fake sysfs tree per node: the node without an ACTIVE port is named" {

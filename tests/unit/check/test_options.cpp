@@ -90,17 +90,19 @@ TEST(Options, ErrorsNameTheOption) {
 
 TEST(Options, PairsAndFabric) {
   auto o = parse({"--pairs", "--pairs-threshold=0.3", "--pairs-seconds", "2", "--fabric", "ib",
-                  "--net-plugin", "ofi", "--sysfs-root", "/tmp/fake"});
+                  "--net-plugin", "ofi", "--sysfs-root", "/tmp/fake", "--pairs-bytes", "4096"});
   ASSERT_TRUE(o) << o.error().message;
   EXPECT_TRUE(o->pairs);
   EXPECT_EQ(o->pairs_threshold, 0.3);
   EXPECT_EQ(o->pairs_seconds, 2);
+  EXPECT_EQ(o->pairs_bytes, 4096u);
   EXPECT_EQ(o->fabric, "ib");
   EXPECT_EQ(o->net_plugin, "ofi");
   EXPECT_EQ(o->sysfs_root, "/tmp/fake");
   auto d = parse({});
   EXPECT_FALSE(d->pairs);
   EXPECT_EQ(d->pairs_threshold, 0.5);
+  EXPECT_EQ(d->pairs_bytes, 64u << 20);
   EXPECT_EQ(d->sysfs_root, "/sys");
   EXPECT_FALSE(d->fabric);
   auto e = parse({}, {{"DDP_CHECK_FABRIC", "efa"}, {"DDP_CHECK_NET_PLUGIN", "aws-ofi"}});
@@ -110,6 +112,9 @@ TEST(Options, PairsAndFabric) {
       {{"--pairs-threshold", "1"}, "--pairs-threshold \"1\": expected a share of the median"},
       {{"--pairs-seconds", "0"}, "--pairs-seconds \"0\": expected seconds"},
       {{"--pairs=yes"}, "--pairs takes no value"},
+      {{"--pairs-bytes", "0"},
+       "--pairs-bytes \"0\": expected a whole number from 1 to 17179869184"},
+      {{"--pairs-byte=1"}, "did you mean \"--pairs-bytes\"?"},
       {{"--fabric", "roce"}, "--fabric: unknown fabric \"roce\"; valid: ib, efa, cxi, socket"},
       {{"--net-plugin="}, "--net-plugin: expected the name NCCL_NET_PLUGIN takes"},
   };

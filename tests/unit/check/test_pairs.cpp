@@ -98,15 +98,15 @@ TEST(JudgePairs, NothingMeasuredIsNoVerdictOnANode) {
 TEST(JudgePairs, TheBestPairIsANodesFigure) {
   // Node 2 is slow: its pairs carry 1 Gbit/s; the others' best pair is 10 Gbit/s.
   PairVerdict v = judge_pairs(3, results(3, 2, 1.0, 10.0), 0.5);
-  EXPECT_EQ(v.node_gbit_s, (std::vector<double>{10.0, 10.0, 1.0}));
-  EXPECT_DOUBLE_EQ(v.median_gbit_s, 10.0);
+  EXPECT_EQ(v.node_bandwidth, (std::vector<double>{10.0, 10.0, 1.0}));
+  EXPECT_DOUBLE_EQ(v.median, 10.0);
 }
 
 TEST(PairTable, ShowsEveryPairAndNamesTheSlow) {
   const std::vector<std::string> hosts = {"node01", "node02", "node03"};
   const auto r = results(3, 2, 1.0, 10.0);
   PairVerdict v = judge_pairs(3, r, 0.5);
-  EXPECT_EQ(render_pair_table(hosts, r, v),
+  EXPECT_EQ(render_pair_table(hosts, r, v, tcp_metric()),
             "pairs: bandwidth in Gbit/s (the slower direction)\n"
             "node            0     1     2  best\n"
             "   0 node01     -  10.0   1.0  10.0\n"
@@ -117,13 +117,49 @@ TEST(PairTable, ShowsEveryPairAndNamesTheSlow) {
             "   0 node01     -  50.0  50.0  \n"
             "   1 node02  50.0     -  50.0  \n"
             "   2 node03  50.0  50.0     -  \n");
-  EXPECT_EQ(describe_pairs(hosts, v, 0.5),
+  EXPECT_EQ(describe_pairs(hosts, v, 0.5, tcp_metric()),
             "slow: node03 (1.0 Gbit/s); median 10.0 Gbit/s, threshold 0.5 x median");
-  EXPECT_EQ(describe_pairs(hosts, judge_pairs(3, results(3, -1, 1.0), 0.5), 0.5),
+  EXPECT_EQ(slow_evidence(v, 2, tcp_metric()), "best pair 1.00 Gbit/s, median 10.00 Gbit/s");
+  EXPECT_EQ(describe_pairs(hosts, judge_pairs(3, results(3, -1, 1.0), 0.5), 0.5, tcp_metric()),
             "no slow node (median 9.4 Gbit/s, threshold 0.5 x median)");
-  EXPECT_EQ(describe_pairs({"a", "b"}, judge_pairs(2, results(2, 1, 1.0), 0.5), 0.5),
+  EXPECT_EQ(describe_pairs({"a", "b"}, judge_pairs(2, results(2, 1, 1.0), 0.5), 0.5, tcp_metric()),
             "no slow node named: fewer than 3 nodes: a slow pair does not tell which of its nodes "
             "is slow");
+}
+
+TEST(PairTable, NcclInGigabytesWithoutRoundTrips) {
+  const std::vector<std::string> hosts = {"gpu1", "gpu2", "gpu3", "gpu4"};
+  std::vector<PairResult> r;
+  for (const auto& round : pair_rounds(4)) {
+    for (const NodePair& p : round) {
+      // gpu4's pairs are slow; the pair gpu1-gpu2 could not be measured.
+      std::optional<double> bw = p.second == 3 ? 2.5 : 23.75;
+      if (p == NodePair{0, 1}) bw = std::nullopt;
+      r.push_back({p, bw, std::nullopt});
+    }
+  }
+  const PairVerdict v = judge_pairs(4, r, 0.5);
+  EXPECT_EQ(v.slow, (std::vector<std::uint32_t>{3}));
+  EXPECT_EQ(render_pair_table(hosts, r, v, nccl_metric()),
+            "pairs: NCCL send/recv in GB/s (the slower side)\n"
+            "node          0     1     2     3  best\n"
+            "   0 gpu1     -     -  23.8   2.5  23.8\n"
+            "   1 gpu2     -     -  23.8   2.5  23.8\n"
+            "   2 gpu3  23.8  23.8     -   2.5  23.8\n"
+            "   3 gpu4   2.5   2.5   2.5     -  2.5 SLOW\n");
+  EXPECT_EQ(describe_pairs(hosts, v, 0.5, nccl_metric()),
+            "slow: gpu4 (2.5 GB/s); median 23.8 GB/s, threshold 0.5 x median");
+  EXPECT_EQ(slow_evidence(v, 3, nccl_metric()),
+            "NCCL send/recv: best pair 2.50 GB/s, median 23.75 GB/s");
+}
+
+TEST(PairsHeader, SaysWhetherNcclRuns) {
+  EXPECT_EQ(pairs_header(3, 3, 0.3, 1024, std::nullopt),
+            "pairs: 3 nodes, 3 rounds, 0.30 s per direction; then NCCL send/recv, 1024 bytes each "
+            "way");
+  EXPECT_EQ(
+      pairs_header(2, 1, 0.5, 1024, "no GPU visible"),
+      "pairs: 2 nodes, 1 round, 0.50 s per direction; NCCL send/recv skipped: no GPU visible");
 }
 
 }  // namespace

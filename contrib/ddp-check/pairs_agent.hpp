@@ -1,0 +1,23 @@
+// Rank 0's view of one registered agent of the pairwise phase, shared by the TCP rounds
+// (pairs_net.cpp) and the NCCL rounds (pairs_nccl.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ddp-check/pairs_socket.hpp"
+
+namespace ddp::check {
+
+// One registered agent: its control connection and what it said when it registered.
+struct PairAgent {
+  net::Fd ctl;
+  std::string buf;      // what was read from `ctl` beyond the last line
+  std::string name;     // the node's name, from the agent
+  std::string address;  // where it connected from: its peers measure against this address
+  std::uint16_t port = 0;
+  std::optional<std::string> nccl_unavailable;  // why it cannot run NCCL; nullopt: it can
+};
+
+}  // namespace ddp::check

@@ -1,0 +1,36 @@
+// The NCCL send/recv rounds of --pairs, over the agents' control connections: rank 0 hands each
+// pair a fresh NCCL id, both sides measure (nccl_sendrecv), the pair's figure is the slower
+// side. A pair has its own two-rank communicator, so a pair that fails or hangs costs only its
+// own figure, never the other pairs'.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ddp-check/pairs.hpp"
+#include "ddp-check/pairs_agent.hpp"
+
+namespace ddp::check {
+
+// How long one side may take for its pair (communicator set-up and the transfers); rank 0
+// waits a little longer for the answers of a round.
+inline constexpr double k_nccl_pair_s = 20;
+inline constexpr double k_nccl_round_s = k_nccl_pair_s + 5;
+
+// Rank 0: runs `rounds` over the registered agents; one result per pair, and one line per pair
+// that could not be measured in `failures` ("node01 - node03: node01: WHY").
+std::vector<PairResult> run_nccl_rounds(std::vector<std::optional<PairAgent>>& agents,
+                                        const std::vector<PairRound>& rounds,
+                                        std::chrono::steady_clock::time_point deadline,
+                                        std::vector<std::string>& failures);
+
+// An agent: the answer to a "nccl-pair" line, after measuring with `bytes` each way, bounded
+// by k_nccl_pair_s and `deadline`.
+std::string answer_nccl_request(std::string_view line, std::uint64_t bytes,
+                                std::chrono::steady_clock::time_point deadline);
+
+}  // namespace ddp::check
