@@ -152,9 +152,20 @@ std::vector<std::optional<PairAgent>> register_agents(int lfd, const PairsSetup&
   return agents;
 }
 
-// One round: every pair at once; the results of its measuring sides.
+// Why a measuring side's answer (`line`, split into `words`) carries no bandwidth.
+std::string unmeasured_why(const std::optional<std::string>& line,
+                           const std::vector<std::string_view>& words) {
+  if (!line) return "no answer in time";
+  if (words.size() > 3 && words[0] == "result")
+    return line->substr(static_cast<std::size_t>(words[3].data() - line->data()));
+  return "malformed answer " + text::quote(*line, 60);
+}
+
+// One round: every pair at once; the results of its measuring sides, and a line in `failures`
+// for each pair that could not be measured ("node01 - node03: WHY").
 void run_round(std::vector<std::optional<PairAgent>>& agents, const PairRound& round,
-               const PairsSetup& s, std::vector<PairResult>& results) {
+               const PairsSetup& s, std::vector<PairResult>& results,
+               std::vector<std::string>& failures) {
   const auto until =
       std::min(s.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                               std::chrono::duration<double>(2 * s.seconds + 8)));
@@ -177,6 +188,11 @@ void run_round(std::vector<std::optional<PairAgent>>& agents, const PairRound& r
     if (words.size() >= 3 && words[0] == "result") {
       r.bandwidth = number(words[1]);
       r.rtt_us = number(words[2]);
+    }
+    if (!r.bandwidth) {
+      failures.push_back(text::printable(agents[p.first]->name, 64) + " - " +
+                         text::printable(agents[p.second]->name, 64) + ": " +
+                         text::printable(unmeasured_why(line, words), 200));
     }
     results.push_back(r);
     read_line(agents[p.second]->ctl.fd, agents[p.second]->buf, until);  // "served"
@@ -255,9 +271,16 @@ int coordinate(int lfd, const PairsSetup& s) {
   std::printf("%s\n", pairs_header(n, rounds.size(), s.seconds, s.nccl_bytes, nccl_skip).c_str());
   std::fflush(stdout);
   std::vector<PairResult> tcp;
-  for (const PairRound& round : rounds) run_round(agents, round, s, tcp);
+  std::vector<std::string> tcp_failures;
+  for (const PairRound& round : rounds) run_round(agents, round, s, tcp, tcp_failures);
   std::vector<std::pair<PairVerdict, PairMetric>> verdicts;
   verdicts.emplace_back(show(names, tcp, s.threshold, tcp_metric()), tcp_metric());
+  for (const auto& f : tcp_failures) std::printf("pairs: not measured: %s\n", f.c_str());
+  // Pairs to measure and none measured (a firewall between the nodes, say) is no pass.
+  const bool tcp_nothing = !tcp.empty() && std::none_of(tcp.begin(), tcp.end(), [](const auto& r) {
+    return r.bandwidth.has_value();
+  });
+  if (tcp_nothing) std::printf("pairs: no pair measured\n");
   bool nccl_nothing = false;
   if (!nccl_skip) {
     std::fflush(stdout);
@@ -266,7 +289,8 @@ int coordinate(int lfd, const PairsSetup& s) {
   for (auto& a : agents) {
     if (a) send_all(a->ctl.fd, "done\n", s.deadline);
   }
-  const int rc = print_suspects(agents, names, s, verdicts) != 0 || nccl_nothing ? 1 : 0;
+  const int rc =
+      print_suspects(agents, names, s, verdicts) != 0 || tcp_nothing || nccl_nothing ? 1 : 0;
   std::printf(rc == 0 ? "ddp-check: pairs: OK\n" : "ddp-check: pairs: FAILED\n");
   std::fflush(stdout);
   return rc;
