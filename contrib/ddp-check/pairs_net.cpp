@@ -209,19 +209,19 @@ PairVerdict show(const std::vector<std::string>& names, const std::vector<PairRe
   return v;
 }
 
-// The NCCL rounds, their table, verdict and the pairs not measured; the verdict. `nothing` is
-// set when there were pairs to measure and none was.
+// The NCCL rounds, their table, verdict and the pairs not measured; the verdict. `unmeasured`
+// is set when a pair could not be measured.
 PairVerdict nccl_pairs(std::vector<std::optional<PairAgent>>& agents,
                        const std::vector<std::string>& names, const std::vector<PairRound>& rounds,
-                       const PairsSetup& s, bool& nothing) {
+                       const PairsSetup& s, bool& unmeasured) {
   std::vector<std::string> failures;
   const auto results = run_nccl_rounds(agents, rounds, s.deadline, failures);
   const PairVerdict v = show(names, results, s.threshold, nccl_metric());
   for (const auto& f : failures) std::printf("pairs: NCCL send/recv not measured: %s\n", f.c_str());
-  nothing = std::none_of(results.begin(), results.end(),
-                         [](const PairResult& r) { return r.bandwidth.has_value(); });
+  const bool nothing = std::none_of(results.begin(), results.end(),
+                                    [](const PairResult& r) { return r.bandwidth.has_value(); });
   if (nothing && !results.empty()) std::printf("pairs: NCCL send/recv: no pair measured\n");
-  nothing = nothing && !results.empty();
+  unmeasured = !failures.empty() || (nothing && !results.empty());
   return v;
 }
 
@@ -276,21 +276,19 @@ int coordinate(int lfd, const PairsSetup& s) {
   std::vector<std::pair<PairVerdict, PairMetric>> verdicts;
   verdicts.emplace_back(show(names, tcp, s.threshold, tcp_metric()), tcp_metric());
   for (const auto& f : tcp_failures) std::printf("pairs: not measured: %s\n", f.c_str());
-  // Pairs to measure and none measured (a firewall between the nodes, say) is no pass.
-  const bool tcp_nothing = !tcp.empty() && std::none_of(tcp.begin(), tcp.end(), [](const auto& r) {
-    return r.bandwidth.has_value();
-  });
-  if (tcp_nothing) std::printf("pairs: no pair measured\n");
-  bool nccl_nothing = false;
+  // Two nodes that cannot exchange data fail the phase even when neither can be blamed alone:
+  // a collective over both would hang.
+  const bool tcp_unmeasured = !tcp_failures.empty();
+  bool nccl_unmeasured = false;
   if (!nccl_skip) {
     std::fflush(stdout);
-    verdicts.emplace_back(nccl_pairs(agents, names, rounds, s, nccl_nothing), nccl_metric());
+    verdicts.emplace_back(nccl_pairs(agents, names, rounds, s, nccl_unmeasured), nccl_metric());
   }
   for (auto& a : agents) {
     if (a) send_all(a->ctl.fd, "done\n", s.deadline);
   }
   const int rc =
-      print_suspects(agents, names, s, verdicts) != 0 || tcp_nothing || nccl_nothing ? 1 : 0;
+      print_suspects(agents, names, s, verdicts) != 0 || tcp_unmeasured || nccl_unmeasured ? 1 : 0;
   std::printf(rc == 0 ? "ddp-check: pairs: OK\n" : "ddp-check: pairs: FAILED\n");
   std::fflush(stdout);
   return rc;
