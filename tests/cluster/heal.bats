@@ -123,6 +123,18 @@ field() {
   cl scontrol show job -o "$job" | grep -oE "(^| )$1=[^ ]*" | cut -d= -f2
 }
 
+# healed_without_node02 FAULT STEPS: the job ended well after one requeue without node02, which
+# was excluded for FAULT, and its second run trained all STEPS on the other three nodes.
+healed_without_node02() {
+  ended COMPLETED
+  [ "$(field Restarts)" = 1 ]
+  [ "$(field ExcNodeList)" = node02 ]
+  grep -qx "ddp-watch: heal: requeueing: restart 1 of at most 2 without node02" "$work/job.out"
+  grep -qx "run 1 on node\[01,03-04\]" "$work/job.out"
+  grep -qx "done $2 steps world 3" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: node02 (run 0, $1)" ]
+}
+
 @test "a node that cannot reach the head: preflight names it, the job trains without it" {
   ip netns exec "$(netns node03)" ip route add blackhole "$SUBNET.11/32"
   blackholed=node03
@@ -144,25 +156,14 @@ field() {
 
 @test "ranks that hang on one node: ddp-watch names it, the job finishes without it" {
   submit "$k_stall_py" --steps 8 --at-step 3 --hang-node node02
-  ended COMPLETED
-  [ "$(field Restarts)" = 1 ]
-  [ "$(field ExcNodeList)" = node02 ]
+  healed_without_node02 hang 8
   grep -qE "^ddp-watch: heal: excluding node02 \(hang\): rank 1 at stall\.py:[0-9]+ in load_batch while ranks 0,2 waited in " "$work/job.out"
-  grep -qx "run 1 on node\[01,03-04\]" "$work/job.out"
-  grep -qx "done 8 steps world 3" "$work/job.out"
-  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: node02 (run 0, hang)" ]
 }
 
 @test "ranks on one node die of SIGBUS: ddp-watch names it, the job finishes without it" {
   submit "$k_stall_py" --steps 6 --at-step 2 --bus-node node02
-  ended COMPLETED
-  [ "$(field Restarts)" = 1 ]
-  [ "$(field ExcNodeList)" = node02 ]
+  healed_without_node02 hardware-signal 6
   grep -qE "^ddp-watch: heal: excluding node02 \(hardware-signal\): task 1 died of SIGBUS \(srun: " "$work/job.out"
-  grep -qx "ddp-watch: heal: requeueing: restart 1 of at most 2 without node02" "$work/job.out"
-  grep -qx "run 1 on node\[01,03-04\]" "$work/job.out"
-  grep -qx "done 6 steps world 3" "$work/job.out"
-  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: heal: excluded across runs: node02 (run 0, hardware-signal)" ]
 }
 
 @test "a bug that fails on every node: one retry, then the job fails saying so" {
