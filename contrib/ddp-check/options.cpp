@@ -1,8 +1,6 @@
 // Option and environment parsing for ddp-check.
 #include "ddp-check/options.hpp"
 
-#include <charconv>
-#include <cmath>
 #include <string>
 #include <utility>
 
@@ -13,19 +11,7 @@
 namespace ddp::check {
 namespace {
 
-// A positive decimal such as "2.5". Only ddp-check reads fractions (seconds, GB/s), so this
-// stays here rather than beside text::parse_unsigned; the sign and trailing text are refused.
-std::optional<double> parse_positive(std::string_view s) {
-  if (s.empty() || !((s.front() >= '0' && s.front() <= '9') || s.front() == '.')) {
-    return std::nullopt;
-  }
-  double value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(value) || value <= 0) {
-    return std::nullopt;
-  }
-  return value;
-}
+using text::parse_positive;
 
 Result<double> parse_timeout(std::string_view what, std::string_view text) {
   auto value = parse_positive(text);
@@ -162,8 +148,8 @@ Result<void> apply_env(Options& o, const EnvLookup& env) {
 
 // --pairs-threshold: a share of the median, above 0 and below 1.
 Result<void> apply_pairs_threshold(Options& o, std::string_view v) {
-  auto x = parse_positive(v);
-  if (!x || *x >= 1) {
+  auto x = text::parse_share(v);
+  if (!x) {
     return fail("--pairs-threshold " + text::quote(v, 40) +
                 ": expected a share of the median, greater than 0 and less than 1");
   }

@@ -177,4 +177,9 @@ std::string pairs_header(std::size_t nodes, std::size_t rounds, double seconds,
                     : "then NCCL send/recv, " + text::decimal(nccl_bytes) + " bytes each way");
 }
 
+std::string round_done(const PairMetric& metric, std::size_t done, std::size_t rounds) {
+  return "pairs: " + (metric.name.empty() ? "" : metric.name + ": ") + "round " +
+         text::decimal(done) + " of " + text::decimal(rounds) + " done";
+}
+
 }  // namespace ddp::check

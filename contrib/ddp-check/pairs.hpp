@@ -87,4 +87,9 @@ std::string slow_evidence(const PairVerdict& verdict, std::uint32_t node, const 
 std::string pairs_header(std::size_t nodes, std::size_t rounds, double seconds,
                          std::uint64_t nccl_bytes, const std::optional<std::string>& nccl_skip);
 
+// The line rank 0 prints after each round of a measurement: "pairs: round 3 of 15 done", or
+// "pairs: NCCL send/recv: round 3 of 15 done". A phase that is silent for minutes on a large
+// step would read as a stall to a watchdog (ddp-watch --timeout) and to a person.
+std::string round_done(const PairMetric& metric, std::size_t done, std::size_t rounds);
+
 }  // namespace ddp::check

@@ -68,9 +68,11 @@ void collect_pair(PairAgent& a, PairAgent& b, std::uint32_t tag, Clock::time_poi
 std::vector<PairResult> run_nccl_rounds(std::vector<std::optional<PairAgent>>& agents,
                                         const std::vector<PairRound>& rounds,
                                         Clock::time_point deadline,
-                                        std::vector<std::string>& failures) {
+                                        std::vector<std::string>& failures,
+                                        const std::function<void(std::size_t)>& done) {
   std::vector<PairResult> results;
   std::uint32_t tag = 0;
+  std::size_t finished = 0;
   for (const PairRound& round : rounds) {
     const auto until = after(k_nccl_round_s, deadline);
     // Every pair of the round is started before any answer is awaited: they run at once.
@@ -90,6 +92,7 @@ std::vector<PairResult> run_nccl_rounds(std::vector<std::optional<PairAgent>>& a
       const NodePair& p = results[index].pair;
       collect_pair(*agents[p.first], *agents[p.second], pair_tag, until, results[index], failures);
     }
+    done(++finished);
   }
   return results;
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,12 +22,14 @@ namespace ddp::check {
 inline constexpr double k_nccl_pair_s = 20;
 inline constexpr double k_nccl_round_s = k_nccl_pair_s + 5;
 
-// Rank 0: runs `rounds` over the registered agents; one result per pair, and one line per pair
-// that could not be measured in `failures` ("node01 - node03: node01: WHY").
+// Rank 0: runs `rounds` over the registered agents, calling `done` with the count of rounds
+// finished after each; one result per pair, and one line per pair that could not be measured in
+// `failures` ("node01 - node03: node01: WHY").
 std::vector<PairResult> run_nccl_rounds(std::vector<std::optional<PairAgent>>& agents,
                                         const std::vector<PairRound>& rounds,
                                         std::chrono::steady_clock::time_point deadline,
-                                        std::vector<std::string>& failures);
+                                        std::vector<std::string>& failures,
+                                        const std::function<void(std::size_t)>& done);
 
 // An agent: the answer to a "nccl-pair" line, after measuring with `bytes` each way, bounded
 // by k_nccl_pair_s and `deadline`.

@@ -199,6 +199,12 @@ void run_round(std::vector<std::optional<PairAgent>>& agents, const PairRound& r
   }
 }
 
+// Prints `line` at once: stdout is a pipe to srun, and a watchdog counts lines as progress.
+void print_progress(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
 // Prints one measurement's table and verdict line; the verdict.
 PairVerdict show(const std::vector<std::string>& names, const std::vector<PairResult>& results,
                  double threshold, const PairMetric& metric) {
@@ -215,7 +221,9 @@ PairVerdict nccl_pairs(std::vector<std::optional<PairAgent>>& agents,
                        const std::vector<std::string>& names, const std::vector<PairRound>& rounds,
                        const PairsSetup& s, bool& unmeasured) {
   std::vector<std::string> failures;
-  const auto results = run_nccl_rounds(agents, rounds, s.deadline, failures);
+  const auto results = run_nccl_rounds(agents, rounds, s.deadline, failures, [&](std::size_t i) {
+    print_progress(round_done(nccl_metric(), i, rounds.size()));
+  });
   const PairVerdict v = show(names, results, s.threshold, nccl_metric());
   for (const auto& f : failures) std::printf("pairs: NCCL send/recv not measured: %s\n", f.c_str());
   const bool nothing = std::none_of(results.begin(), results.end(),
@@ -272,7 +280,10 @@ int coordinate(int lfd, const PairsSetup& s) {
   std::fflush(stdout);
   std::vector<PairResult> tcp;
   std::vector<std::string> tcp_failures;
-  for (const PairRound& round : rounds) run_round(agents, round, s, tcp, tcp_failures);
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    run_round(agents, rounds[i], s, tcp, tcp_failures);
+    print_progress(round_done(tcp_metric(), i + 1, rounds.size()));
+  }
   std::vector<std::pair<PairVerdict, PairMetric>> verdicts;
   verdicts.emplace_back(show(names, tcp, s.threshold, tcp_metric()), tcp_metric());
   for (const auto& f : tcp_failures) std::printf("pairs: not measured: %s\n", f.c_str());

@@ -37,6 +37,11 @@ const std::vector<std::string>& job_heal_keys() {
   return keys;
 }
 
+const std::vector<std::string>& job_preflight_keys() {
+  static const std::vector<std::string> keys = {"timeout", "pairs", "pairs_threshold"};
+  return keys;
+}
+
 const std::vector<std::string>& job_watchdog_keys() {
   static const std::vector<std::string> keys = {"timeout", "startup", "grace", "heartbeat",
                                                 "on_stall"};
@@ -141,6 +146,53 @@ Heal decode_heal(const StrictReader& r, const YAML::Node& node) {
   return h;
 }
 
+// preflight.pairs_threshold: a share of the median, as ddp-check --pairs-threshold reads it.
+double decode_share(const StrictReader& r, const YAML::Node& value, const std::string& path) {
+  const std::string text = r.string(value, path);
+  const auto share = ddp::text::parse_share(text);
+  if (!share)
+    r.reject(value, path,
+             ddp::text::quote(path) +
+                 " must be a share of the median, greater than 0 and less than 1 (e.g. 0.5), "
+                 "got " +
+                 ddp::text::quote(text));
+  return *share;
+}
+
+// preflight: true or false, or a mapping of the check's settings, which turns it on.
+std::optional<Preflight> decode_preflight(const StrictReader& r, const YAML::Node& node) {
+  const std::string expected =
+      "\"preflight\" must be true, false or a mapping such as {pairs: true}, got ";
+  if (node.IsScalar()) {
+    const std::string text = r.string(node, "preflight");
+    if (text == "true") return Preflight{};
+    if (text == "false") return std::nullopt;
+    r.reject(node, "preflight", expected + ddp::text::quote(text));
+  }
+  if (!node.IsMap()) r.reject(node, "preflight", expected + "a list");
+  Preflight p;
+  std::optional<YAML::Node> threshold;  // where pairs_threshold was given
+  for (const auto& [key, value] : r.entries(node, "preflight", job_preflight_keys())) {
+    const std::string path = "preflight." + key;
+    if (key == "timeout") {
+      p.timeout = decode_seconds(r, value, path);
+      if (p.timeout < 1 || p.timeout > 3600)
+        r.reject(value, path,
+                 ddp::text::quote(path) + " must be from 1s to 1h, got " +
+                     ddp::text::quote(r.string(value, path)));
+    }
+    if (key == "pairs") p.pairs = r.boolean(value, path);
+    if (key == "pairs_threshold") {
+      p.pairs_threshold = decode_share(r, value, path);
+      threshold = value;
+    }
+  }
+  if (threshold && !p.pairs)
+    r.reject(*threshold, "preflight.pairs_threshold",
+             "\"preflight.pairs_threshold\" needs \"preflight.pairs: true\"");
+  return p;
+}
+
 Mail decode_mail(const StrictReader& r, const YAML::Node& node) {
   Mail m;
   for (const auto& [key, value] : r.entries(node, "mail", job_mail_keys())) {
@@ -232,7 +284,7 @@ void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
     if (key == "output") job.output = r.string(value, key);
     if (key == "error") job.error = r.string(value, key);
     if (key == "mail") job.mail = decode_mail(r, value);
-    if (key == "preflight") job.preflight = r.boolean(value, key);
+    if (key == "preflight") job.preflight = decode_preflight(r, value);
     decode_software(job, r, key, value);
   }
   if (!has_time) throw Error{"\"time\" is required (e.g. time: \"02:00:00\")", job.at("time")};

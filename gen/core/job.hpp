@@ -11,7 +11,7 @@ namespace ddpgen {
 // The keys a job file may have at its top level.
 const std::vector<std::string>& job_keys();
 // The keys of the job file's nested mappings: container, checkpoint, mail, watchdog, activate,
-// accelerate.
+// accelerate, heal, preflight (which may also be true or false).
 const std::vector<std::string>& job_container_keys();
 const std::vector<std::string>& job_checkpoint_keys();
 const std::vector<std::string>& job_mail_keys();
@@ -19,6 +19,7 @@ const std::vector<std::string>& job_watchdog_keys();
 const std::vector<std::string>& job_activate_keys();
 const std::vector<std::string>& job_accelerate_keys();
 const std::vector<std::string>& job_heal_keys();
+const std::vector<std::string>& job_preflight_keys();
 
 // Decodes job-file text named file. sets are "KEY=VALUE" overrides (KEY may be dotted, as in
 // checkpoint.requeue; VALUE is YAML, so "args=[-v, --lr=3]" is a list) applied before decoding,

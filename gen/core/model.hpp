@@ -69,6 +69,13 @@ struct Heal {
   long max_requeues = 3;  // ddp-watch --heal-max
 };
 
+// preflight: ddp-check as a step before training, with the training step's layout.
+struct Preflight {
+  long timeout = 60;   // seconds: ddp-check --timeout, unless DDP_CHECK_TIMEOUT is set at run time
+  bool pairs = false;  // ddp-check --pairs: bandwidth between the nodes; slow nodes are named
+  std::optional<double> pairs_threshold;  // --pairs-threshold, in (0, 1); empty: ddp-check's 0.5
+};
+
 struct Mail {
   std::string user;  // empty: Slurm's default, the submitting user
   std::string type = "END,FAIL";
@@ -96,7 +103,7 @@ struct Job {
   std::string output;
   std::string error;
   std::optional<Mail> mail;
-  bool preflight = false;
+  std::optional<Preflight> preflight;  // empty: no preflight
   std::string qos;
   std::string constraint;
   std::vector<std::string> sbatch;  // extra #SBATCH options, each "--option[=value]"

@@ -51,10 +51,10 @@ struct Plan {
   std::vector<std::string> post;
   std::string checkpoint_dir;  // may hold run-time references
   std::optional<Requeue> requeue;
-  bool preflight = false;
-  std::optional<Watchdog> watchdog;  // ddp-watch around the training step
-  std::optional<Heal> heal;          // ddp-watch --heal around the preflight and training steps
-  std::string fabric;                // the profile's fabric: ddp-check --fabric in the preflight
+  std::optional<Preflight> preflight;  // ddp-check before training
+  std::optional<Watchdog> watchdog;    // ddp-watch around the training step
+  std::optional<Heal> heal;            // ddp-watch --heal around the preflight and training steps
+  std::string fabric;                  // the profile's fabric: ddp-check --fabric in the preflight
   std::string local_scratch;
   // Launch.
   bool plugin = false;

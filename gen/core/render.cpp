@@ -1,5 +1,6 @@
 #include "gen/core/render.hpp"
 
+#include <charconv>
 #include <kainjow/mustache.hpp>
 
 #include "gen/core/shell.hpp"
@@ -247,12 +248,33 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("heal", plan.heal.has_value());
 }
 
-// The preflight and training steps.
-void set_launch(mu::data& d, const Plan& plan) {
-  d.set("preflight", plan.preflight);
+// `value` in the fewest digits that read back as the same double ("0.25").
+std::string shortest(double value) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  (void)ec;  // 32 chars always fit the shortest form of a double
+  return std::string(buf, end);
+}
+
+// The preflight step: ddp-check's options, each a checked number or a fixed word.
+void set_preflight(mu::data& d, const Plan& plan) {
+  d.set("preflight", plan.preflight.has_value());
+  const Preflight p = plan.preflight.value_or(Preflight{});
+  d.set("preflight_timeout", std::to_string(p.timeout));
   d.set("preflight_srun", words(plan.preflight_words));
   d.set("preflight_heal", plan.heal ? mu::data("args", heal_args(*plan.heal)) : mu::data(false));
   d.set("preflight_fabric", plan.fabric.empty() ? "" : " --fabric=" + plan.fabric);
+  mu::data pairs;
+  pairs.set("threshold", shortest(p.pairs_threshold.value_or(0.5)));
+  pairs.set("option", p.pairs_threshold
+                          ? " --pairs --pairs-threshold=" + shortest(*p.pairs_threshold)
+                          : std::string(" --pairs"));
+  d.set("preflight_pairs", optional_object(p.pairs, pairs));
+}
+
+// The preflight and training steps.
+void set_launch(mu::data& d, const Plan& plan) {
+  set_preflight(d, plan);
   const bool step = !plan.batch_launch;  // a training step (srun), not the batch shell
   d.set("plugin_tasks", step && plan.plugin && !plan.torchrun_mode);
   d.set("plugin_torchrun", step && plan.plugin && plan.torchrun_mode);

@@ -37,6 +37,21 @@ const std::string k_time =
 const std::string k_duration =
     R"({"type": ["string", "integer"], "pattern": "^([0-9]+|([0-9]+[dhms])+)$"})";
 
+// A share above 0 and below 1 such as 0.5 (the reader also takes 5e-1; editors need not).
+const std::string k_share =
+    R"({"type": ["number", "string"], "exclusiveMinimum": 0, "exclusiveMaximum": 1, )"
+    R"("pattern": "^0*\\.[0-9]*[1-9][0-9]*$"})";
+
+// A "@section|boolean" fragment: true, false or that mapping.
+constexpr std::string_view k_or_boolean = "|boolean";
+
+// The section a "@section..." fragment names.
+std::string section_of(const std::string& fragment) {
+  std::string name = fragment.substr(1);
+  if (name.ends_with(k_or_boolean)) name.resize(name.size() - k_or_boolean.size());
+  return name;
+}
+
 std::string integer(long min, long max) {
   return R"({"type": ["integer", "string"], "pattern": "^[0-9]{1,9}$", "minimum": )" +
          std::to_string(min) + R"(, "maximum": )" + std::to_string(max) + "}";
@@ -84,7 +99,7 @@ const Types& job_types() {
       {"job.output", k_scalar},
       {"job.error", k_scalar},
       {"job.mail", "@mail"},
-      {"job.preflight", k_boolean},
+      {"job.preflight", "@preflight|boolean"},
       {"job.watchdog", "@watchdog"},
       {"job.heal", "@heal"},
       {"job.qos", k_scalar},
@@ -116,6 +131,9 @@ const Types& job_types() {
       {"watchdog.grace", k_duration},
       {"watchdog.heartbeat", k_boolean},
       {"watchdog.on_stall", choice({"fail", "requeue"})},
+      {"preflight.timeout", k_duration},
+      {"preflight.pairs", k_boolean},
+      {"preflight.pairs_threshold", k_share},
       {"heal.exclude", k_boolean},
       {"heal.max_requeues", integer(1, 100)},
       {"mail.user", k_scalar},
@@ -195,6 +213,7 @@ const Sections& job_sections() {
       {"accelerate", {job_accelerate_keys(), {}}},
       {"watchdog", {job_watchdog_keys(), {"timeout"}}},
       {"heal", {job_heal_keys(), {}}},
+      {"preflight", {job_preflight_keys(), {}}},
   };
   return sections;
 }
@@ -241,6 +260,8 @@ struct Builder {
 
   std::string value(const std::string& fragment, const std::string& indent) {
     if (!fragment.starts_with("@")) return fragment;
+    if (fragment.ends_with(k_or_boolean))
+      return R"({"anyOf": [)" + k_boolean + ", " + object(section_of(fragment), indent) + "]}";
     if (fragment.ends_with("[]+"))  // a list a profile may add to or replace (merge_list)
       return merge_list(value(fragment.substr(0, fragment.size() - 1), indent));
     if (fragment.ends_with("[]"))
@@ -289,7 +310,7 @@ std::vector<std::string> job_key_paths() {
     const auto& types = job_types();
     auto it = types.find("job." + key);
     if (it == types.end() || !it->second.starts_with("@")) continue;
-    for (const auto& sub : job_sections().at(it->second.substr(1)).keys)
+    for (const auto& sub : job_sections().at(section_of(it->second)).keys)
       out.push_back(key + "." + sub);
   }
   return out;

@@ -1,6 +1,8 @@
 #include "libddp/util/text.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 
 namespace ddp::text {
 namespace {
@@ -124,6 +126,23 @@ Result<std::uint64_t> parse_unsigned(std::string_view value, std::uint64_t min, 
   message += " to ";
   append_uint(message, max);
   return fail(std::move(message));
+}
+
+std::optional<double> parse_positive(std::string_view value) {
+  if (value.empty() || !((value.front() >= '0' && value.front() <= '9') || value.front() == '.'))
+    return std::nullopt;
+  double number = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (ec != std::errc{} || end != value.data() + value.size() || !std::isfinite(number) ||
+      number <= 0)
+    return std::nullopt;
+  return number;
+}
+
+std::optional<double> parse_share(std::string_view value) {
+  const auto share = parse_positive(value);
+  if (!share || *share >= 1) return std::nullopt;
+  return share;
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {

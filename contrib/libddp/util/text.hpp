@@ -113,6 +113,14 @@ std::string plural(std::uint64_t n, std::string_view one, std::string_view many 
 Result<std::uint64_t> parse_unsigned(std::string_view value, std::uint64_t min, std::uint64_t max,
                                      std::string_view description);
 
+// A positive, finite decimal such as "2.5" or ".25" (std::from_chars' general form, so "1e-3"
+// too); nullopt for a sign, trailing text, zero, infinity or NaN.
+std::optional<double> parse_positive(std::string_view value);
+
+// A share of something, above 0 and below 1 ("0.5"), as parse_positive() reads it: what
+// ddp-check --pairs-threshold and ddpgen's preflight.pairs_threshold both accept.
+std::optional<double> parse_share(std::string_view value);
+
 // Levenshtein distance between two short names.
 std::size_t edit_distance(std::string_view a, std::string_view b);
 

@@ -162,5 +162,10 @@ TEST(PairsHeader, SaysWhetherNcclRuns) {
       "pairs: 2 nodes, 1 round, 0.50 s per direction; NCCL send/recv skipped: no GPU visible");
 }
 
+TEST(PairsProgress, OneLinePerRoundNamesTheMeasurement) {
+  EXPECT_EQ(round_done(tcp_metric(), 3, 15), "pairs: round 3 of 15 done");
+  EXPECT_EQ(round_done(nccl_metric(), 1, 1), "pairs: NCCL send/recv: round 1 of 1 done");
+}
+
 }  // namespace
 }  // namespace ddp::check

@@ -66,4 +66,16 @@ if out=$(validate "$work/profile.schema.json" "$work/misspelt-profile.yaml"); th
 fi
 echo "$out"
 [[ $out == *"'max_nodez' was unexpected"* ]] || { echo "FAIL: not the misspelt key: $out"; exit 1; }
+# preflight: true, false or a mapping; a share of the median below 1, as the reader wants.
+printf 'time: "01:00:00"\nscript: t.py\npreflight: true\n' >"$work/preflight-on.yaml"
+validate "$work/job.schema.json" "$work/preflight-on.yaml"
+for bad in "yes" "{pairs: true, pairs_threshold: 1.5}" "{pair: true}"; do
+  printf 'time: "01:00:00"\nscript: t.py\npreflight: %s\n' "$bad" >"$work/preflight.yaml"
+  if out=$(validate "$work/job.schema.json" "$work/preflight.yaml"); then
+    echo "FAIL: the job schema accepted preflight: $bad: $out"; exit 1
+  fi
+  if "$ddpgen" validate --profile local "$work/preflight.yaml" 2>/dev/null; then
+    echo "FAIL: ddpgen accepted preflight: $bad"; exit 1
+  fi
+done
 echo "schemas: ${#profiles[@]} profiles and ${#jobs[@]} jobs valid; misspelt keys refused"

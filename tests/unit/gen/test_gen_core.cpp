@@ -2,7 +2,10 @@
 // located errors, and the profile's port range (the plugin's strict parser).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gen/core/duration.hpp"
 #include "gen/core/job.hpp"
@@ -60,6 +63,62 @@ TEST(GenYaml, SetOverrideIsNamedInsteadOfAPosition) {
   ASSERT_FALSE(job);
   EXPECT_EQ(job.error().where.file, "--set nodes=x");
   EXPECT_EQ(job.error().where.line, 0);
+}
+
+// preflight: a boolean, or a mapping that turns it on; --set can reach into it.
+TEST(GenYaml, PreflightIsABooleanOrAMapping) {
+  const std::string head = "time: \"01:00:00\"\nscript: a.py\n";
+  struct Case {
+    std::string yaml;
+    std::vector<std::string> sets;
+    bool on;
+    long timeout;
+    bool pairs;
+    std::optional<double> threshold;
+  };
+  const Case cases[] = {
+      {"", {}, false, 60, false, {}},
+      {"preflight: false\n", {}, false, 60, false, {}},
+      {"preflight: true\n", {}, true, 60, false, {}},
+      {"preflight: {}\n", {}, true, 60, false, {}},
+      {"preflight: {timeout: 90s}\n", {}, true, 90, false, {}},
+      {"preflight: {pairs: true, pairs_threshold: .25}\n", {}, true, 60, true, 0.25},
+      {"preflight: true\n", {"preflight.pairs=true"}, true, 60, true, {}},
+      {"",
+       {"preflight.timeout=1h", "preflight.pairs=true", "preflight.pairs_threshold=0.3"},
+       true,
+       3600,
+       true,
+       0.3},
+  };
+  for (const Case& c : cases) {
+    auto job = decode_job(head + c.yaml, "j.yaml", c.sets);
+    ASSERT_TRUE(job) << c.yaml << job.error().to_string();
+    ASSERT_EQ(job->preflight.has_value(), c.on) << c.yaml;
+    if (!c.on) continue;
+    EXPECT_EQ(job->preflight->timeout, c.timeout) << c.yaml;
+    EXPECT_EQ(job->preflight->pairs, c.pairs) << c.yaml;
+    EXPECT_EQ(job->preflight->pairs_threshold, c.threshold) << c.yaml;
+  }
+  const std::pair<std::string, std::string> bad[] = {
+      {"preflight: 1\n", "\"preflight\" must be true, false or a mapping"},
+      {"preflight: [pairs]\n", "\"preflight\" must be true, false or a mapping"},
+      {"preflight: {pairs: yes}\n", "\"preflight.pairs\" must be true or false"},
+      {"preflight: {pairs: true, pairs_threshold: 1}\n", "greater than 0 and less than 1"},
+      {"preflight: {pairs: true, pairs_threshold: 0}\n", "greater than 0 and less than 1"},
+      {"preflight: {pairs: true, pairs_threshold: -0.5}\n", "greater than 0 and less than 1"},
+      {"preflight: {pairs: true, pairs_threshold: \"0.5; rm\"}\n", "less than 1"},
+      {"preflight: {pairs_threshold: 0.5}\n", "needs \"preflight.pairs: true\""},
+      {"preflight: {timeout: 0}\n", "\"preflight.timeout\""},
+      {"preflight: {timeout: 3601}\n", "must be from 1s to 1h"},
+      {"preflight: {pair: true}\n", "(did you mean \"preflight.pairs\"?)"},
+  };
+  for (const auto& [yaml, message] : bad) {
+    auto job = decode_job(head + yaml, "j.yaml", {});
+    ASSERT_FALSE(job) << yaml;
+    EXPECT_EQ(job.error().where.line, 3) << yaml;
+    EXPECT_NE(job.error().message.find(message), std::string::npos) << job.error().message;
+  }
 }
 
 Result<Profile> profile_with_ports(const std::string& ports) {

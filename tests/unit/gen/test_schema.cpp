@@ -40,12 +40,14 @@ TEST(Schema, JobKeyPathsAreDottedForNestedKeys) {
                                          "watchdog.on_stall",
                                          "activate.conda",
                                          "accelerate.config_file",
-                                         "heal.max_requeues"};
+                                         "heal.max_requeues",
+                                         "preflight.pairs_threshold"};
   for (const auto& p : some) EXPECT_NE(std::ranges::find(paths, p), paths.end()) << p;
   EXPECT_EQ(paths.size(), job_keys().size() + job_container_keys().size() +
                               job_checkpoint_keys().size() + job_mail_keys().size() +
                               job_watchdog_keys().size() + job_activate_keys().size() +
-                              job_accelerate_keys().size() + job_heal_keys().size());
+                              job_accelerate_keys().size() + job_heal_keys().size() +
+                              job_preflight_keys().size());
 }
 
 }  // namespace

@@ -40,6 +40,20 @@ TEST(Util, ParseUnsignedBoundsAndJunk) {
   }
 }
 
+TEST(Util, ParsePositiveDecimals) {
+  EXPECT_EQ(text::parse_positive("0.25"), 0.25);
+  EXPECT_EQ(text::parse_positive(".5"), 0.5);
+  EXPECT_EQ(text::parse_positive("60"), 60.0);
+  EXPECT_EQ(text::parse_positive("1e-3"), 0.001);
+  for (const char* bad : {"", "0", "0.0", "-0.5", "+0.5", " 0.5", "0.5 ", "0.5x", "inf", "nan",
+                          "1e999", "0x1p-2", "e5"})
+    EXPECT_FALSE(text::parse_positive(bad)) << bad;
+  EXPECT_EQ(text::parse_share("0.999"), 0.999);
+  EXPECT_EQ(text::parse_share(".25"), 0.25);
+  for (const char* bad : {"1", "1.0", "1.5", "0", "-0.5", "0.5x"})
+    EXPECT_FALSE(text::parse_share(bad)) << bad;
+}
+
 TEST(Util, ParseIntSignedBoundsAndJunk) {
   EXPECT_EQ(text::parse_int("0"), 0);
   EXPECT_EQ(text::parse_int("42"), 42);
