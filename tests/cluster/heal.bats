@@ -12,6 +12,7 @@
 #     the fault follows it;
 #   - node03's ddp-check given an address that does not answer: rank 0 names node03;
 #   - node02's link limited with tc (200 Mbit/s): `ddp-check --pairs` names node02, and only it;
+#     a job ddpgen renders with `preflight: {pairs: true}` and `heal:` is requeued without it;
 #   - node02 and node03 cannot reach each other: --pairs names the pair and fails, blaming neither;
 #   - the NCCL send/recv rounds of --pairs, with ddp-check's NCCL calls faked (no GPU here):
 #     a slow node and a failing one are named, and one node without a GPU skips them, named;
@@ -205,6 +206,43 @@ EOF
   grep -qx "ddp-check: pairs: FAILED" <<<"$output"
 }
 
+@test "a job ddpgen renders with preflight pairs: the node behind a tc limit is excluded" {
+  command -v tc >/dev/null || skip "tc (iproute2) not installed"
+  need_ddpgen
+  mkdir "$work/bin"
+  ln -s "$check_bin" "$work/bin/ddp-check"
+  ln -s "$watch_bin" "$work/bin/ddp-watch"
+  # The threshold of the test above: the limit takes node02 to a fiftieth, noise to a half.
+  cat >"$work/job.yaml" <<JOB
+name: heal-pairs
+nodes: 3
+procs_per_node: 1
+time: "00:05:00"
+launcher: srun
+python: /usr/bin/python3
+script: $k_stall_py
+args: [--steps, "5"]
+output: $work/job.out
+pre: 'echo "run \${SLURM_RESTART_COUNT:-0} on \$SLURM_JOB_NODELIST"'
+preflight: {pairs: true, pairs_threshold: 0.25, timeout: 30s}
+watchdog: {timeout: 60s, grace: 5s}
+heal: {max_requeues: 2}
+JOB
+  "$DDPGEN" --profile local "$work/job.yaml" -o "$work/job.slurm"
+  # shellcheck disable=SC2016  # the script's text
+  grep -qxF '  ddp-check --timeout="${DDP_CHECK_TIMEOUT:-30}" --pairs --pairs-threshold=0.25 || {' "$work/job.slurm"
+  ip netns exec "$(netns node02)" tc qdisc add dev eth0 root tbf rate 200mbit burst 64kb latency 50ms
+  limited=node02
+  job=$(cd "$work" && cl env PATH="$work/bin:$k_job_path" sbatch --parsable job.slurm)
+  healed_without_node02 slow 5
+  grep -qx "run 0 on node\[01-03\]" "$work/job.out"
+  # The pairwise phase said where it was after each round, in both runs.
+  [ "$(grep -c "^pairs: round 3 of 3 done$" "$work/job.out")" -eq 2 ]
+  grep -qE "^ddp-check: suspect node02: slow: best pair 0\.[0-2][0-9] Gbit/s, median " "$work/job.out"
+  grep -qE "^ddp-watch: heal: excluding node02 \(slow\): best pair 0\.[0-2][0-9] Gbit/s, median " "$work/job.out"
+  grep -qx "ddp-check: pairs: OK" "$work/job.out"
+}
+
 @test "two nodes that cannot reach each other: --pairs names the pair and fails, blaming neither" {
   # node03 drops what it sends to node02; both still reach the head.
   cut="$SUBNET.12/32"
@@ -257,6 +295,7 @@ EOF
   [ "$(grep -c "^ddp-check: suspect .*: slow: NCCL send/recv: " <<<"$output")" -eq 2 ]
   grep -qx "ddp-check: suspect node02: slow: NCCL send/recv: best pair 2.00 GB/s, median 11.00 GB/s" <<<"$output"
   grep -qx "ddp-check: suspect node04: slow: NCCL send/recv: best pair 0.00 GB/s, median 11.00 GB/s" <<<"$output"
+  grep -qx "pairs: NCCL send/recv: round 3 of 3 done" <<<"$output"
   # Every pair's two sides met: 6 pairs, 2 marks each.
   [ "$(find "$work/meet" -type f | wc -l)" -eq 12 ]
   grep -qx "ddp-check: pairs: FAILED" <<<"$output"
