@@ -271,7 +271,8 @@ int coordinate(int lfd, const PairsSetup& s) {
       register_agents(lfd, s, std::min(s.deadline, Clock::now() + std::chrono::seconds(10)));
   std::vector<std::string> names;
   for (std::size_t i = 0; i < agents.size(); ++i) {
-    names.push_back(agents[i] ? agents[i]->name : s.nodes[i]);
+    // What an agent calls itself reaches the terminal and the suspect lines: printable only.
+    names.push_back(text::printable(agents[i] ? agents[i]->name : s.nodes[i], 64));
   }
   const auto n = static_cast<std::uint32_t>(agents.size());
   const auto rounds = pair_rounds(n, s.max_rounds);

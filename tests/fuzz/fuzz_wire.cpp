@@ -10,6 +10,7 @@
 
 #include "ddp-check/admit.hpp"
 #include "ddp-check/hello.hpp"
+#include "ddp-check/pairs_protocol.hpp"
 #include "libddp/util/text.hpp"
 
 namespace {
@@ -48,7 +49,34 @@ void check_hello(std::string_view line, const Hello& h) {
   require(!credential_refusal(decoded, signed_part(line), 0));
 }
 
+// The pairwise phase's control lines: what parses formats back to a line that parses to the
+// same values, and a reason never carries a line break onto the wire.
+void check_pairs_line(std::string_view line) {
+  if (auto hello = parse_agent_hello(line)) {
+    const std::string again = format_agent_hello(*hello);
+    require(again.find('\n') == std::string::npos);
+    auto back = parse_agent_hello(again);
+    require(back && back->node == hello->node && back->port == hello->port &&
+            back->nccl_unavailable.has_value() == hello->nccl_unavailable.has_value());
+    std::vector<AgentNccl> registered{{hello->node, hello->nccl_unavailable}, {"node", {}}};
+    auto skip = nccl_pairs_skip(true, registered);
+    require(!skip || is_printable(*skip));
+  }
+  if (auto request = parse_nccl_request(line)) {
+    auto back = parse_nccl_request(format_nccl_request(*request));
+    require(back && back->tag == request->tag && back->rank == request->rank &&
+            back->id_hex == request->id_hex);
+  }
+  if (auto answer = parse_nccl_answer(line)) {
+    const std::string again = format_nccl_answer(*answer);
+    require(again.find('\n') == std::string::npos);
+    auto back = parse_nccl_answer(again);
+    require(back && back->tag == answer->tag && back->gb_s.has_value() == answer->gb_s.has_value());
+  }
+}
+
 void check_line(std::string_view line) {
+  check_pairs_line(line);
   require(line.size() < k_max_line);
   auto hello = parse_hello(line);
   if (hello) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the wire-format fuzzer (fuzz_wire.cpp) with Debian's clang, libFuzzer, ASan and UBSan,
-# and runs it for SECONDS from the checked-in corpus (tests/fuzz/corpus/wire, never modified:
-# new inputs go to a scratch folder). A crash leaves its input in BUILD_DIR and fails.
+# Builds the wire-format fuzzer (fuzz_wire.cpp: hellos, verdicts, the pairwise phase's control
+# lines) with Debian's clang, libFuzzer, ASan and UBSan, and runs it for SECONDS from the
+# checked-in corpus (tests/fuzz/corpus/wire, never modified: new inputs go to a scratch folder).
+# A crash leaves its input in BUILD_DIR and fails.
 # Usage: tests/fuzz/run.sh [SECONDS] [BUILD_DIR]    (default 25 s, a temporary folder)
 set -euo pipefail
 
@@ -22,6 +23,7 @@ util=$root/contrib/libddp/util
 flags=(-std=c++2b -g -O1 "-fsanitize=fuzzer,address,undefined" -fno-sanitize-recover=all
        -I "$here/compat" -I "$root/contrib")
 if ! "$cxx" "${flags[@]}" "$here/fuzz_wire.cpp" "$src/hello.cpp" "$src/admit.cpp" \
+  "$src/pairs_protocol.cpp" "$src/bandwidth.cpp" \
   "$util/text.cpp" -o "$out/fuzz_wire" 2>"$out/build.log"; then
   if grep -q 'libclang_rt.fuzzer\|cannot find.*fuzzer' "$out/build.log"; then
     echo "SKIPPED: clang's libFuzzer runtime is missing (libclang-rt-14-dev)"
