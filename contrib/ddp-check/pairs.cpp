@@ -177,6 +177,11 @@ std::string pairs_header(std::size_t nodes, std::size_t rounds, double seconds,
                     : "then NCCL send/recv, " + text::decimal(nccl_bytes) + " bytes each way");
 }
 
+double pairs_longest_silence_s(double seconds, bool nccl) {
+  return std::max(
+      {k_pairs_register_s, 2 * seconds + k_pairs_round_margin_s, nccl ? k_nccl_round_s : 0.0});
+}
+
 std::string round_done(const PairMetric& metric, std::size_t done, std::size_t rounds) {
   return "pairs: " + (metric.name.empty() ? "" : metric.name + ": ") + "round " +
          text::decimal(done) + " of " + text::decimal(rounds) + " done";

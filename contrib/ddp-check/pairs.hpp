@@ -87,6 +87,20 @@ std::string slow_evidence(const PairVerdict& verdict, std::uint32_t node, const 
 std::string pairs_header(std::size_t nodes, std::size_t rounds, double seconds,
                          std::uint64_t nccl_bytes, const std::optional<std::string>& nccl_skip);
 
+// The bounds of rank 0's waits in the phase, in seconds: for the agents to register; for a TCP
+// round beyond its two directions; for one side of an NCCL pair (communicator set-up and the
+// transfers) and, a little longer, for the answers of an NCCL round.
+inline constexpr double k_pairs_register_s = 10;
+inline constexpr double k_pairs_round_margin_s = 8;
+inline constexpr double k_nccl_pair_s = 20;
+inline constexpr double k_nccl_round_s = k_nccl_pair_s + 5;
+
+// The longest rank 0 can stay silent in the phase with `seconds` per direction (registration,
+// one TCP round, one NCCL round when `nccl`), each round ending with a round_done() line. A
+// watchdog that counts lines as progress must allow more: ddpgen's heal preflight gives
+// ddp-watch the check's timeout + 30 s.
+double pairs_longest_silence_s(double seconds, bool nccl);
+
 // The line rank 0 prints after each round of a measurement: "pairs: round 3 of 15 done", or
 // "pairs: NCCL send/recv: round 3 of 15 done". A phase that is silent for minutes on a large
 // step would read as a stall to a watchdog (ddp-watch --timeout) and to a person.

@@ -17,11 +17,6 @@
 
 namespace ddp::check {
 
-// How long one side may take for its pair (communicator set-up and the transfers); rank 0
-// waits a little longer for the answers of a round.
-inline constexpr double k_nccl_pair_s = 20;
-inline constexpr double k_nccl_round_s = k_nccl_pair_s + 5;
-
 // Rank 0: runs `rounds` over the registered agents, calling `done` with the count of rounds
 // finished after each; one result per pair, and one line per pair that could not be measured in
 // `failures` ("node01 - node03: node01: WHY").

@@ -38,6 +38,12 @@ std::optional<double> number(std::string_view s) {
   return v;
 }
 
+// `seconds` from now, or `deadline` when that comes first.
+Clock::time_point within(double seconds, Clock::time_point deadline) {
+  return std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                               std::chrono::duration<double>(seconds)));
+}
+
 std::string fixed(double v, const char* format) {
   char buf[32];
   std::snprintf(buf, sizeof buf, format, v);
@@ -166,9 +172,7 @@ std::string unmeasured_why(const std::optional<std::string>& line,
 void run_round(std::vector<std::optional<PairAgent>>& agents, const PairRound& round,
                const PairsSetup& s, std::vector<PairResult>& results,
                std::vector<std::string>& failures) {
-  const auto until =
-      std::min(s.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                              std::chrono::duration<double>(2 * s.seconds + 8)));
+  const auto until = within(2 * s.seconds + k_pairs_round_margin_s, s.deadline);
   std::vector<NodePair> started;
   for (const NodePair& p : round) {
     auto& a = agents[p.first];
@@ -267,8 +271,7 @@ std::vector<AgentNccl> registered(const std::vector<std::optional<PairAgent>>& a
 
 // Rank 0: the schedule, the tables, the verdicts and the suspects; the exit status.
 int coordinate(int lfd, const PairsSetup& s) {
-  auto agents =
-      register_agents(lfd, s, std::min(s.deadline, Clock::now() + std::chrono::seconds(10)));
+  auto agents = register_agents(lfd, s, within(k_pairs_register_s, s.deadline));
   std::vector<std::string> names;
   for (std::size_t i = 0; i < agents.size(); ++i) {
     // What an agent calls itself reaches the terminal and the suspect lines: printable only.

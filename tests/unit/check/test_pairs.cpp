@@ -162,6 +162,15 @@ TEST(PairsHeader, SaysWhetherNcclRuns) {
       "pairs: 2 nodes, 1 round, 0.50 s per direction; NCCL send/recv skipped: no GPU visible");
 }
 
+// ddpgen's heal preflight runs ddp-check under ddp-watch --timeout of the check's timeout
+// + 30 s: with the default seconds per direction, no wait between two lines may reach that.
+TEST(PairsProgress, NoSilenceReachesTheHealPreflightsMargin) {
+  EXPECT_EQ(pairs_longest_silence_s(0.5, false), 10);
+  EXPECT_EQ(pairs_longest_silence_s(0.5, true), 25);
+  EXPECT_EQ(pairs_longest_silence_s(10, false), 28);
+  EXPECT_LT(pairs_longest_silence_s(0.5, true), 30);
+}
+
 TEST(PairsProgress, OneLinePerRoundNamesTheMeasurement) {
   EXPECT_EQ(round_done(tcp_metric(), 3, 15), "pairs: round 3 of 15 done");
   EXPECT_EQ(round_done(nccl_metric(), 1, 1), "pairs: NCCL send/recv: round 1 of 1 done");
