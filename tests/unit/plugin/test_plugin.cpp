@@ -11,6 +11,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -480,9 +481,20 @@ TEST_F(Plugin, EnvFileIsExportedAndAnUnreadableOneIsAFaultOfThisNode) {
 TEST_F(Plugin, EnvFileThatIsNotASmallRegularFileIsRefusedAtOnce) {
   const std::string head = own_address();
   if (head.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv4 address to be rank 0";
-  const std::string dir = ::testing::TempDir() + "ddp-plugin-env-" + std::to_string(::getpid());
-  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  // A folder of its own (ctest -j runs copies of this test side by side). The death tests'
+  // children run this test again from the top ("threadsafe" style): they take the parent's
+  // folder from the environment instead of making one that nobody would remove.
+  constexpr const char* k_inherited = "DDP_PLUGIN_TEST_ENV_DIR";
+  const bool child = std::getenv(k_inherited) != nullptr;
+  std::string dir = child ? std::getenv(k_inherited) : "";
+  if (!child) {
+    std::string pattern = ::testing::TempDir() + "ddp-plugin-env-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir = pattern;
+    ::setenv(k_inherited, dir.c_str(), 1);
+  }
   const std::string fifo = dir + "/fifo", big = dir + "/big.env";
+  ::unlink(fifo.c_str());
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::ofstream(big) << std::string(200000, '#') << "\n";
   const struct {
@@ -502,6 +514,8 @@ TEST_F(Plugin, EnvFileThatIsNotASmallRegularFileIsRefusedAtOnce) {
         << errors();
     EXPECT_EXIT(task_init(), ::testing::ExitedWithCode(1), "");
   }
+  if (child) return;
+  ::unsetenv(k_inherited);
   std::remove(fifo.c_str());
   std::remove(big.c_str());
   ::rmdir(dir.c_str());
