@@ -21,8 +21,8 @@ namespace {
 // rounds count when this node can run them (when one cannot, rank 0 skips them).
 std::chrono::steady_clock::time_point pairs_deadline(std::uint32_t nodes, const Options& o,
                                                      const PairsSetup& s) {
-  const double budget =
-      pairs_budget_s(nodes, o.pairs_seconds, 0, o.nccl && !s.nccl_unavailable.has_value());
+  const double budget = pairs_budget_s(nodes, o.pairs_seconds, o.pairs_rounds,
+                                       o.nccl && !s.nccl_unavailable.has_value());
   alarm(static_cast<unsigned>(std::ceil(budget)) + 5);
   return std::chrono::steady_clock::now() +
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -36,6 +36,7 @@ PairsSetup base_setup(const Options& o, const Identity& id) {
   s.node = slurm_node_name(id.self.host);
   s.seconds = o.pairs_seconds;
   s.threshold = o.pairs_threshold;
+  s.max_rounds = o.pairs_rounds;
   s.nccl = o.nccl;
   if (o.nccl) s.nccl_unavailable = nccl_unavailable();
   s.nccl_bytes = o.pairs_bytes;

@@ -82,6 +82,8 @@ std::string usage() {
          "  --pairs-seconds S       time per direction and pair (default 0.5)\n"
          "  --pairs-bytes N         then, with a GPU on every node, NCCL send/recv of N bytes\n"
          "                          each way between the same pairs (default 67108864)\n"
+         "  --pairs-rounds N|all    the first N rounds only: each node meets N others (default\n"
+         "                          10); all: every pair (a step of n nodes has about n rounds)\n"
          "  --fabric ib|efa|cxi|socket  every node must have this network active (env\n"
          "                          DDP_CHECK_FABRIC); names the nodes that lack it\n"
          "  --net-plugin NAME       and NCCL's net plugin NAME must load (env\n"
@@ -191,6 +193,24 @@ Result<void> apply_nccl_bytes(Options& o, std::string_view v) {
   return {};
 }
 
+Result<void> apply_timeout(Options& o, std::string_view v) {
+  auto t = parse_timeout("--timeout", v);
+  if (!t) return std::unexpected(t.error());
+  o.timeout_s = *t;
+  return {};
+}
+
+Result<void> apply_pairs_rounds(Options& o, std::string_view v) {
+  if (v == "all") {
+    o.pairs_rounds = 0;
+    return {};
+  }
+  auto n = text::parse_unsigned(v, 1, 100'000, "--pairs-rounds");
+  if (!n) return fail(n.error().message + " (or all)");
+  o.pairs_rounds = static_cast<std::uint32_t>(*n);
+  return {};
+}
+
 Result<void> apply_pairs_bytes(Options& o, std::string_view v) {
   auto n = text::parse_unsigned(v, 1, 16ull << 30, "--pairs-bytes");
   if (!n) return std::unexpected(std::move(n.error()));
@@ -203,17 +223,12 @@ Result<void> apply_pairs_bytes(Options& o, std::string_view v) {
 std::optional<Result<void>> apply_valued(Options& o, Cursor& c) {
   using Apply = Result<void> (*)(Options&, std::string_view);
   static constexpr std::pair<std::string_view, Apply> k_valued[] = {
-      {"--timeout",
-       [](Options& opts, std::string_view v) -> Result<void> {
-         auto t = parse_timeout("--timeout", v);
-         if (!t) return std::unexpected(t.error());
-         opts.timeout_s = *t;
-         return {};
-       }},
+      {"--timeout", apply_timeout},
       {"--mode", apply_mode},
       {"--pairs-threshold", apply_pairs_threshold},
       {"--pairs-seconds", apply_pairs_seconds},
       {"--pairs-bytes", apply_pairs_bytes},
+      {"--pairs-rounds", apply_pairs_rounds},
       {"--fabric", apply_fabric},
       {"--net-plugin",
        [](Options& opts, std::string_view v) -> Result<void> {
@@ -271,6 +286,7 @@ constexpr std::string_view k_option_names[] = {
     "--version",         "--munge-socket",  "--pairs",
     "--pairs-threshold", "--pairs-seconds", "--fabric",
     "--net-plugin",      "--sysfs-root",    "--pairs-bytes",
+    "--pairs-rounds",
 };
 
 // `unknown option "--timout" (did you mean "--timeout"? see --help)`.

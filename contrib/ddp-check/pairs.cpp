@@ -53,6 +53,43 @@ std::string matrix(const std::vector<std::string>& hosts, const std::string& tit
   return out;
 }
 
+// A large step's table: the slow nodes and the lowest others, one line each, lowest first.
+std::string lowest_nodes(const std::vector<std::string>& hosts,
+                         const std::vector<PairResult>& results, const PairVerdict& verdict,
+                         const PairMetric& metric) {
+  const std::size_t n = hosts.size();
+  std::vector<std::size_t> measured(n, 0), pairs(n, 0);
+  std::vector<std::vector<double>> rtts(n);
+  for (const PairResult& r : results) {
+    for (std::uint32_t i : {r.pair.first, r.pair.second}) {
+      if (i >= n) continue;
+      ++pairs[i];
+      if (r.bandwidth) ++measured[i];
+      if (r.rtt_us) rtts[i].push_back(*r.rtt_us);
+    }
+  }
+  auto figure = [&](std::size_t i) {
+    return i < verdict.node_bandwidth.size() ? verdict.node_bandwidth[i] : 0.0;
+  };
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return figure(a) < figure(b); });
+  const std::size_t shown = std::min(n, std::max(k_pair_list_lowest, verdict.slow.size()));
+  std::string out = metric.title + ": the " + text::decimal(shown) + " lowest of " +
+                    text::plural(n, "node") + " (best pair, pairs measured" +
+                    (metric.round_trip ? ", median round trip" : "") + ")\n";
+  for (std::size_t k = 0; k < shown; ++k) {
+    const std::size_t i = order[k];
+    const bool slow = std::find(verdict.slow.begin(), verdict.slow.end(), i) != verdict.slow.end();
+    out += "  " + hosts[i] + " " + fixed1(figure(i)) + " " + metric.unit + ", " +
+           text::decimal(measured[i]) + " of " + text::decimal(pairs[i]);
+    if (metric.round_trip) out += rtts[i].empty() ? ", -" : ", " + fixed1(median(rtts[i])) + " us";
+    out += slow ? " SLOW\n" : "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 PairMetric tcp_metric() {
@@ -112,6 +149,7 @@ PairVerdict judge_pairs(std::uint32_t nodes, const std::vector<PairResult>& resu
 std::string render_pair_table(const std::vector<std::string>& hosts,
                               const std::vector<PairResult>& results, const PairVerdict& verdict,
                               const PairMetric& metric) {
+  if (hosts.size() > k_pair_matrix_max_nodes) return lowest_nodes(hosts, results, verdict, metric);
   auto find = [&](std::size_t i, std::size_t j) -> const PairResult* {
     for (const PairResult& r : results) {
       if ((r.pair.first == i && r.pair.second == j) || (r.pair.first == j && r.pair.second == i))
@@ -167,12 +205,17 @@ std::string slow_evidence(const PairVerdict& verdict, std::uint32_t node,
          metric.unit + ", median " + fixed2(verdict.median) + " " + metric.unit;
 }
 
-std::string pairs_header(std::size_t nodes, std::size_t rounds, double seconds,
-                         std::uint64_t nccl_bytes, const std::optional<std::string>& nccl_skip) {
+std::string pairs_header(std::size_t nodes, std::size_t rounds, std::size_t all_rounds,
+                         double seconds, std::uint64_t nccl_bytes,
+                         const std::optional<std::string>& nccl_skip) {
   char per[32];
   std::snprintf(per, sizeof per, "%.2f", seconds);
-  return "pairs: " + text::plural(nodes, "node") + ", " + text::plural(rounds, "round") + ", " +
-         per + " s per direction; " +
+  const std::string schedule =
+      rounds < all_rounds ? text::decimal(rounds) + " of " + text::plural(all_rounds, "round") +
+                                " (each node meets " + text::decimal(rounds) + " others)"
+                          : text::plural(rounds, "round");
+  return "pairs: " + text::plural(nodes, "node") + ", " + schedule + ", " + per +
+         " s per direction; " +
          (nccl_skip ? "NCCL send/recv skipped: " + *nccl_skip
                     : "then NCCL send/recv, " + text::decimal(nccl_bytes) + " bytes each way");
 }

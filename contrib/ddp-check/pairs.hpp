@@ -66,9 +66,17 @@ struct PairVerdict {
 PairVerdict judge_pairs(std::uint32_t nodes, const std::vector<PairResult>& results,
                         double threshold);
 
+// Up to this many nodes the table is node x node; above, one line per node would not fit a
+// terminal either, and only the lowest nodes are listed.
+inline constexpr std::size_t k_pair_matrix_max_nodes = 32;
+// How many of the lowest nodes the list of a larger step shows, the slow ones always.
+inline constexpr std::size_t k_pair_list_lowest = 10;
+
 // The node x node table: row i column j holds the pair (i, j) in the metric's unit and "-" on
 // the diagonal or for a pair not measured; a last column with each node's figure and "SLOW" for
 // the named ones; then the round trips when the metric has them. `hosts` names rows, columns.
+// Above k_pair_matrix_max_nodes nodes: the nodes with the lowest figures, each with its figure,
+// its pairs measured and its median round trip, lowest first.
 std::string render_pair_table(const std::vector<std::string>& hosts,
                               const std::vector<PairResult>& results, const PairVerdict& verdict,
                               const PairMetric& metric);
@@ -83,9 +91,11 @@ std::string describe_pairs(const std::vector<std::string>& hosts, const PairVerd
 std::string slow_evidence(const PairVerdict& verdict, std::uint32_t node, const PairMetric& metric);
 
 // The phase's first line: "pairs: 3 nodes, 3 rounds, 0.50 s per direction; " then
-// "then NCCL send/recv, N bytes each way" or "NCCL send/recv skipped: WHY".
-std::string pairs_header(std::size_t nodes, std::size_t rounds, double seconds,
-                         std::uint64_t nccl_bytes, const std::optional<std::string>& nccl_skip);
+// "then NCCL send/recv, N bytes each way" or "NCCL send/recv skipped: WHY"; when `rounds` is
+// fewer than `all_rounds`, "64 nodes, 10 of 63 rounds (each node meets 10 others), ...".
+std::string pairs_header(std::size_t nodes, std::size_t rounds, std::size_t all_rounds,
+                         double seconds, std::uint64_t nccl_bytes,
+                         const std::optional<std::string>& nccl_skip);
 
 // The bounds of rank 0's waits in the phase, in seconds: for the agents to register; for a TCP
 // round beyond its two directions; for one side of an NCCL pair (communicator set-up and the

@@ -280,7 +280,9 @@ int coordinate(int lfd, const PairsSetup& s) {
   const auto n = static_cast<std::uint32_t>(agents.size());
   const auto rounds = pair_rounds(n, s.max_rounds);
   const auto nccl_skip = nccl_pairs_skip(s.nccl, registered(agents));
-  std::printf("%s\n", pairs_header(n, rounds.size(), s.seconds, s.nccl_bytes, nccl_skip).c_str());
+  std::printf("%s\n", pairs_header(n, rounds.size(), pair_rounds(n).size(), s.seconds, s.nccl_bytes,
+                                   nccl_skip)
+                          .c_str());
   std::fflush(stdout);
   std::vector<PairResult> tcp;
   std::vector<std::string> tcp_failures;

@@ -95,6 +95,22 @@ need_check() {
   [ "$(awk '{ if (length($0) > m) m = length($0) } END { print m }' <<<"$output")" -lt 300 ]
 }
 
+@test "ddp-check --pairs on 16 nodes, 2 of 15 rounds: every node meets 2 others, none is slow" {
+  need_check
+  run --separate-stderr cl srun -N"$k_nodes" --ntasks-per-node=1 --ddp "$DDP_CHECK_BIN" \
+    --timeout 20 --pairs --pairs-rounds 2 --pairs-seconds 0.2 --pairs-threshold 0.1 --no-nccl
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -qx "pairs: 16 nodes, 2 of 15 rounds (each node meets 2 others), 0.20 s per direction; NCCL send/recv skipped: --no-nccl" <<<"$output"
+  grep -qx "pairs: round 2 of 2 done" <<<"$output"
+  # The matrix: 16 rows, each with two measured pairs and 13 unmeasured ones besides itself.
+  rows=$(sed -n '/^pairs: bandwidth in Gbit\/s/,/^pairs: round trip/p' <<<"$output" | grep -E '^ +[0-9]+ node[0-9]+ ')
+  [ "$(wc -l <<<"$rows")" -eq "$k_nodes" ]
+  [ "$(awk '{ n = 0; for (i = 3; i <= 18; i++) if ($i ~ /^[0-9.]+$/) n++; print n }' <<<"$rows" | sort -u)" = 2 ]
+  ! grep -q "SLOW\|not measured\|suspect" <<<"$output"
+  grep -qx "ddp-check: pairs: OK" <<<"$output"
+}
+
 @test "gloo all-reduce on 16 nodes x 1 rank under --ddp" {
   need_torch
   CL_TIMEOUT=240   # 16 imports of torch on this machine's few cores

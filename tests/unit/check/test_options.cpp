@@ -130,6 +130,24 @@ TEST(Options, PairsAndFabric) {
             "socket");
 }
 
+TEST(Options, PairsRounds) {
+  EXPECT_EQ(parse({})->pairs_rounds, k_default_pairs_rounds);
+  EXPECT_EQ(parse({"--pairs-rounds", "3"})->pairs_rounds, 3u);
+  EXPECT_EQ(parse({"--pairs-rounds=all"})->pairs_rounds, 0u);
+  const std::pair<std::vector<std::string_view>, std::string> bad[] = {
+      {{"--pairs-rounds", "0"},
+       "--pairs-rounds \"0\": expected a whole number from 1 to 100000 (or all)"},
+      {{"--pairs-rounds", "every"},
+       "--pairs-rounds \"every\": expected a whole number from 1 to 100000 (or all)"},
+      {{"--pairs-round=2"}, "did you mean \"--pairs-rounds\"?"},
+  };
+  for (const auto& [args, message] : bad) {
+    auto r = parse(args);
+    ASSERT_FALSE(r) << message;
+    EXPECT_NE(r.error().message.find(message), std::string::npos) << r.error().message;
+  }
+}
+
 Env tasks_env() {
   return {
       {"MASTER_ADDR", "node001"},   {"MASTER_PORT", "29500"},  {"WORLD_SIZE", "8"}, {"RANK", "5"},

@@ -1,6 +1,7 @@
 // The pairwise schedule (every pair once, no node twice in a round) and the slow-node verdict.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "ddp-check/pairs.hpp"
@@ -154,12 +155,58 @@ TEST(PairTable, NcclInGigabytesWithoutRoundTrips) {
 }
 
 TEST(PairsHeader, SaysWhetherNcclRuns) {
-  EXPECT_EQ(pairs_header(3, 3, 0.3, 1024, std::nullopt),
+  EXPECT_EQ(pairs_header(3, 3, 3, 0.3, 1024, std::nullopt),
             "pairs: 3 nodes, 3 rounds, 0.30 s per direction; then NCCL send/recv, 1024 bytes each "
             "way");
   EXPECT_EQ(
-      pairs_header(2, 1, 0.5, 1024, "no GPU visible"),
+      pairs_header(2, 1, 1, 0.5, 1024, "no GPU visible"),
       "pairs: 2 nodes, 1 round, 0.50 s per direction; NCCL send/recv skipped: no GPU visible");
+}
+
+TEST(PairsHeader, SaysWhenOnlyTheFirstRoundsRun) {
+  EXPECT_EQ(pairs_header(2000, 10, pair_rounds(2000).size(), 0.5, 1024, "--no-nccl"),
+            "pairs: 2000 nodes, 10 of 1999 rounds (each node meets 10 others), 0.50 s per "
+            "direction; NCCL send/recv skipped: --no-nccl");
+}
+
+// The first rounds of a large step: every node in each, never twice with one peer.
+TEST(PairRounds, TheFirstRoundsGiveEveryNodeDistinctPeers) {
+  const auto rounds = pair_rounds(2000, 10);
+  ASSERT_EQ(rounds.size(), 10u);
+  std::vector<std::set<std::uint32_t>> peers(2000);
+  for (const PairRound& round : rounds) {
+    EXPECT_EQ(round.size(), 1000u);
+    for (const NodePair& p : round) {
+      peers[p.first].insert(p.second);
+      peers[p.second].insert(p.first);
+    }
+  }
+  for (const auto& met : peers) EXPECT_EQ(met.size(), 10u);
+}
+
+// Above 32 nodes the table lists the lowest nodes, the slow ones always, instead of a matrix
+// nobody could read (2,000 x 2,000 cells).
+TEST(PairTable, ALargeStepListsItsLowestNodes) {
+  const std::uint32_t n = 40;
+  std::vector<std::string> hosts;
+  for (std::uint32_t i = 0; i < n; ++i) hosts.push_back("n" + std::to_string(i));
+  std::vector<PairResult> results;
+  for (const PairRound& round : pair_rounds(n, 3)) {
+    for (const NodePair& p : round) {
+      const bool slow = p.first == 7 || p.second == 7;
+      results.push_back({p, slow ? 1.0 : 10.0 + p.first % 5, 20.0});
+    }
+  }
+  const PairVerdict v = judge_pairs(n, results, 0.5);
+  ASSERT_EQ(v.slow, std::vector<std::uint32_t>{7});
+  const std::string table = render_pair_table(hosts, results, v, tcp_metric());
+  const auto first_line = table.substr(0, table.find('\n'));
+  EXPECT_EQ(first_line,
+            "pairs: bandwidth in Gbit/s (the slower direction): the 10 lowest of 40 nodes (best "
+            "pair, pairs measured, median round trip)");
+  EXPECT_NE(table.find("\n  n7 1.0 Gbit/s, 3 of 3, 20.0 us SLOW\n"), std::string::npos) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 11);
+  EXPECT_EQ(table.find(" -     -"), std::string::npos) << "no matrix above 32 nodes";
 }
 
 // ddpgen's heal preflight runs ddp-check under ddp-watch --timeout of the check's timeout
