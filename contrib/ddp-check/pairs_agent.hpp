@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ddp-check/pairs_socket.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddp::check {
 
@@ -19,5 +20,10 @@ struct PairAgent {
   std::uint16_t port = 0;
   std::optional<std::string> nccl_unavailable;  // why it cannot run NCCL; nullopt: it can
 };
+
+// "node01 - node03", printable, for the lines about a pair that could not be measured.
+inline std::string pair_name(const PairAgent& a, const PairAgent& b) {
+  return text::printable(a.name, 64) + " - " + text::printable(b.name, 64);
+}
 
 }  // namespace ddp::check

@@ -29,11 +29,6 @@ NcclPairAnswer await_answer(PairAgent& agent, std::uint32_t tag, Clock::time_poi
   return {tag, std::nullopt, "no answer in time"};
 }
 
-// "a - b" for the lines about a pair.
-std::string pair_name(const PairAgent& a, const PairAgent& b) {
-  return text::printable(a.name, 64) + " - " + text::printable(b.name, 64);
-}
-
 // Sends a fresh NCCL id to both sides of a pair, as ranks 0 and 1; why not, when it could not.
 std::optional<std::string> start_pair(PairAgent& a, PairAgent& b, std::uint32_t tag,
                                       Clock::time_point until) {

@@ -194,8 +194,7 @@ void run_round(std::vector<std::optional<PairAgent>>& agents, const PairRound& r
       r.rtt_us = number(words[2]);
     }
     if (!r.bandwidth) {
-      failures.push_back(text::printable(agents[p.first]->name, 64) + " - " +
-                         text::printable(agents[p.second]->name, 64) + ": " +
+      failures.push_back(pair_name(*agents[p.first], *agents[p.second]) + ": " +
                          text::printable(unmeasured_why(line, words), 200));
     }
     results.push_back(r);

@@ -1,4 +1,5 @@
-// A stand-in for an NCCL net plugin: a shared object that exports the symbol NCCL looks up.
+// Not a test: a fixture. A stand-in for an NCCL net plugin, a shared object that exports the
+// symbol NCCL looks up; test_fabric.cpp loads it (DDP_FAKE_NET_PLUGIN) and asserts on the result.
 struct FakeNet {
   const char* name;
 };
