@@ -15,9 +15,11 @@ if [[ "${DDP_SKIP_DEPS:-0}" != 1 ]]; then
   bash "$root/contrib/install-deps.sh"
 fi
 
-echo "== build"
+echo "== build: the plugin and ddpgen (the tests build with tests/run.sh)"
+# Only the two programs this walk-through runs: the test programs, fuzz targets and the other
+# tools would more than double the build. The same build tree serves tests/run.sh later.
 cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$root/build" -j"$(nproc)"
+cmake --build "$root/build" -j"$(nproc)" --target spank_ddp ddpgen
 
 echo "== start the embedded cluster (slurmctld + 3 slurmd + munge in network namespaces)"
 "$cluster" up --plugin "$root/build/spank/spank_ddp.so"
