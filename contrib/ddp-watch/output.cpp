@@ -40,4 +40,26 @@ std::optional<std::vector<int>> parse_task_list(std::string_view text, int max_t
   return out;
 }
 
+std::vector<std::string> LineBuffer::add(std::string_view bytes) {
+  std::vector<std::string> lines;
+  pending_.append(bytes);
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = pending_.find('\n', start)) != std::string::npos; start = nl + 1) {
+    lines.push_back(pending_.substr(start, nl - start));
+  }
+  pending_.erase(0, start);
+  if (pending_.size() > k_max_line) {
+    lines.push_back(std::move(pending_));
+    pending_.clear();
+  }
+  return lines;
+}
+
+std::optional<std::string> LineBuffer::finish() {
+  if (pending_.empty()) return std::nullopt;
+  std::string rest = std::move(pending_);
+  pending_.clear();
+  return rest;
+}
+
 }  // namespace ddp::watch

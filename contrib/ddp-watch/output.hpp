@@ -26,6 +26,20 @@ Line split_label(std::string_view raw);
 std::optional<std::vector<int>> parse_task_list(std::string_view text, int max_task = 1 << 20);
 
 // Ranks as ranges, as ddp-check writes them: {0,1,2,3,5} -> "0-3,5" (ddp::text::format_ranges).
+// Cuts a stream's bytes into lines as they arrive. A line longer than k_max_line goes in
+// pieces: a program that never ends its line must not cost memory without bound.
+class LineBuffer {
+ public:
+  static constexpr std::size_t k_max_line = 65536;
+  // The whole lines (without their newline) that `bytes` completes.
+  std::vector<std::string> add(std::string_view bytes);
+  // The end of the stream: what is left of an unfinished line, if anything.
+  std::optional<std::string> finish();
+
+ private:
+  std::string pending_;
+};
+
 inline std::string format_ranges(const std::vector<int>& numbers) {
   return ddp::text::format_ranges(std::vector<std::int64_t>(numbers.begin(), numbers.end()));
 }

@@ -1,0 +1,149 @@
+// The watcher's decisions: when the step's output and the watched files are progress, when the
+// silence is a stall (the startup allowance before the first progress, the timeout after), how
+// the stacks are asked for, when the grace is over and the step is ended, and what ddp-watch
+// does and returns once the command ended (the verdict and stacks file, the crash summary,
+// --requeue-stalled, the hand-off to --heal). Pure: events, clock readings and what Slurm said
+// come in as values; actions go out, and supervise.cpp carries them out.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ddp-watch/options.hpp"
+#include "ddp-watch/output.hpp"
+#include "ddp-watch/report.hpp"
+#include "ddp-watch/schedule.hpp"
+#include "ddp-watch/step_output.hpp"
+#include "libddp/util/suspect.hpp"
+
+namespace ddp::watch {
+
+// Exit status when the command could not be started (as a shell says for a missing program).
+inline constexpr int k_exit_not_started = 127;
+// After the command ended: how long its last output is read, and how long the stack helper's
+// last notices are waited for.
+inline constexpr std::chrono::seconds k_drain_after_end{3};
+inline constexpr std::chrono::seconds k_helper_notices_wait{10};
+
+// What the environment says about the job (read by the caller).
+struct JobEnv {
+  std::string job_id;         // SLURM_JOB_ID; "" outside a job
+  std::string array_job_id;   // SLURM_ARRAY_JOB_ID
+  std::string array_task_id;  // SLURM_ARRAY_TASK_ID
+  std::string restart_count;  // SLURM_RESTART_COUNT
+  bool labelio = false;       // SLURM_LABELIO is set: the labels are forwarded
+};
+
+// Where bytes came from: the command's stdout or stderr, or the stack helper's.
+enum class Stream { out, err, helper_out, helper_err };
+
+// A file's modification time, as stat() gives it.
+struct FileTime {
+  long long sec = 0;
+  long nsec = 0;
+  bool operator==(const FileTime&) const = default;
+};
+
+// What the watcher must do after a tick.
+enum class Act {
+  none,
+  ask_stacks,  // announce `message`, then stack_request() with the job's running steps
+  kill,        // announce `message`, scancel --signal=KILL `steps`, SIGKILL the process group
+};
+struct Action {
+  Act act = Act::none;
+  std::string message;
+  std::vector<std::string> steps;
+};
+
+// How the stacks are asked for, in order: the helper step (freeze every node, then dump one
+// process at a time) when `helper` is set; else, or when it fails, scancel --signal=ABRT to
+// `steps`; when no step could be signalled, SIGABRT to the command's process group.
+struct StackRequest {
+  struct Helper {
+    std::vector<std::string> freeze;  // srun ... ddp-watch --freeze-step STEP: run to its end
+    std::vector<std::string> dump;    // srun ... ddp-watch --dump-step STEP: started, read
+    std::chrono::seconds deadline{};  // for the freeze
+  };
+  std::optional<Helper> helper;
+  std::vector<std::string> steps;
+};
+
+// Said when the freeze failed and the steps are signalled instead.
+inline constexpr std::string_view k_freeze_failed =
+    "the helper step could not freeze the step in time: signalling the step instead";
+
+// What follows the command's end, in order: the stacks file (when `stalled`), `announce`,
+// the requeue (its message, then scontrol requeue `requeue_target` when it says so), the
+// hand-off to healing; then ddp-watch exits with `code`.
+struct Outcome {
+  int code = 0;
+  bool stalled = false;
+  StallReport report;       // when stalled: the verdict and the stacks
+  std::string stacks_path;  // when stalled: where the stacks go
+  std::vector<std::string> announce;
+  std::optional<RequeueDecision> requeue;
+  std::string requeue_target;
+  bool heal = false;         // hand the suspects to --heal
+  bool heal_failed = false;  // the command failed or stalled
+  std::vector<Suspect> heal_suspects;
+};
+
+// "stacks of 3 process(es): FILE", and what to do when it could not be written.
+std::string stacks_message(std::size_t dumps, const std::string& path, bool written);
+
+// The watcher of one command run.
+class Supervisor {
+ public:
+  Supervisor(const Options& options, JobEnv env);
+
+  // Before the start: why the command is not run (said, then k_exit_usage), if it is not.
+  std::optional<Outcome> refusal() const;
+  // The variables the command is started with.
+  std::vector<std::string> command_env() const;
+  // The files whose new modification time is progress: the heartbeat, srun's -o/-e files.
+  const std::vector<std::string>& watched() const { return watched_; }
+  // The job's steps that run before the command starts: not the command's.
+  void steps_before(const std::vector<StepRow>& rows);
+  // The command started at `now`; modification times seen before were the earlier run's.
+  void started(Clock::time_point now);
+  // The command could not be started: `error` said, k_exit_not_started.
+  static Outcome start_failed(const std::string& error);
+
+  // Bytes of `stream` read at `now`: every byte is progress (a progress bar ends its line only
+  // when it is done). Returns what to write out.
+  std::vector<Write> on_output(Clock::time_point now, Stream stream, std::string_view bytes);
+  // The end of `stream`: its unfinished last line, handled.
+  std::vector<Write> on_end(Stream stream);
+  // The modification time of watched()[file] at `now`; a new one is progress.
+  void on_file_time(Clock::time_point now, std::size_t file, FileTime time);
+  // What is due at `now`: asking for the stacks once, then the kill once, then nothing.
+  Action on_tick(Clock::time_point now);
+  // After ask_stacks: how to ask, from the job's running steps (squeue) and this program's
+  // path (for the helper step).
+  StackRequest stack_request(const std::vector<StepRow>& running, const std::string& self);
+  // The command ended with exit status `code` (ddp::sys::exit_status of its wait status).
+  Outcome on_exit(int code) const;
+
+  bool is_stalled() const { return schedule_.is_stalled(); }
+
+ private:
+  std::vector<Write> lines(Stream stream, const std::vector<std::string>& text);
+  Outcome stall_outcome() const;
+
+  const Options& options_;
+  JobEnv env_;
+  Schedule schedule_;
+  StepOutput output_;
+  LineBuffer buffers_[4];
+  std::vector<std::string> watched_;
+  std::vector<FileTime> times_;
+  std::string refusal_;
+  std::vector<std::string> before_;
+  std::vector<StepRow> ours_;  // the command's steps, found at the stall
+};
+
+}  // namespace ddp::watch
