@@ -45,7 +45,8 @@ const Table<Checkpoint>& checkpoint_table() {
   static const Table<Checkpoint> table = {
       settings::required(settings::string("dir", &Checkpoint::dir)),
       settings::boolean("requeue", &Checkpoint::requeue),
-      settings::choice("signal", &Checkpoint::signal, {"USR1", "USR2", "TERM", "INT", "HUP", "URG"}),
+      settings::choice("signal", &Checkpoint::signal,
+                       {"USR1", "USR2", "TERM", "INT", "HUP", "URG"}),
       settings::integer("signal_time", &Checkpoint::signal_time, 1, 65535),
       settings::integer("max_restarts", &Checkpoint::max_restarts, 0, 10000),
       settings::boolean("requeue_on_failure", &Checkpoint::requeue_on_failure),
@@ -158,8 +159,8 @@ const std::vector<std::string>& launcher_names() {
 
 void set_launcher(Job& job, const StrictReader& r, const YAML::Node& v, const std::string& p) {
   const std::string name = r.choice(v, p, launcher_names());
-  for (Launcher l : {Launcher::torchrun, Launcher::srun, Launcher::accelerate,
-                     Launcher::lightning, Launcher::fairseq, Launcher::none})
+  for (Launcher l : {Launcher::torchrun, Launcher::srun, Launcher::accelerate, Launcher::lightning,
+                     Launcher::fairseq, Launcher::none})
     if (name == launcher_name(l)) job.launcher = l;
 }
 
@@ -231,14 +232,32 @@ const settings::Catalog& job_catalog() {
 }
 
 // The key lists of job.hpp, from the tables.
-const std::vector<std::string>& job_keys() { return job_table().names(); }
-const std::vector<std::string>& job_container_keys() { return container_table().names(); }
-const std::vector<std::string>& job_checkpoint_keys() { return checkpoint_table().names(); }
-const std::vector<std::string>& job_mail_keys() { return mail_table().names(); }
-const std::vector<std::string>& job_activate_keys() { return activate_table().names(); }
-const std::vector<std::string>& job_accelerate_keys() { return accelerate_table().names(); }
-const std::vector<std::string>& job_heal_keys() { return heal_table().names(); }
-const std::vector<std::string>& job_preflight_keys() { return preflight_table().names(); }
-const std::vector<std::string>& job_watchdog_keys() { return watchdog_table().names(); }
+const std::vector<std::string>& job_keys() {
+  return job_table().names();
+}
+const std::vector<std::string>& job_container_keys() {
+  return container_table().names();
+}
+const std::vector<std::string>& job_checkpoint_keys() {
+  return checkpoint_table().names();
+}
+const std::vector<std::string>& job_mail_keys() {
+  return mail_table().names();
+}
+const std::vector<std::string>& job_activate_keys() {
+  return activate_table().names();
+}
+const std::vector<std::string>& job_accelerate_keys() {
+  return accelerate_table().names();
+}
+const std::vector<std::string>& job_heal_keys() {
+  return heal_table().names();
+}
+const std::vector<std::string>& job_preflight_keys() {
+  return preflight_table().names();
+}
+const std::vector<std::string>& job_watchdog_keys() {
+  return watchdog_table().names();
+}
 
 }  // namespace ddpgen

@@ -195,12 +195,11 @@ template <class T, class Decode>
 Row<Profile> merged_list(const std::string& name, Type type, std::vector<T> Profile::*field,
                          Decode decode) {
   type.merged = true;
-  return settings::custom<Profile>(
-      name, type,
-      [field, decode](Profile& p, const StrictReader& r, const YAML::Node& v,
-                      const std::string& key) {
-        p.*field = merged(r, v, key, p.*field, p, decode);
-      });
+  return settings::custom<Profile>(name, type,
+                                   [field, decode](Profile& p, const StrictReader& r,
+                                                   const YAML::Node& v, const std::string& key) {
+                                     p.*field = merged(r, v, key, p.*field, p, decode);
+                                   });
 }
 
 Row<Profile> merged_strings(const std::string& name, std::vector<std::string> Profile::*field) {
@@ -294,15 +293,14 @@ const Table<Profile>& profile_table() {
 
 const settings::Catalog& profile_catalog() {
   static const settings::Catalog catalog = {
-      {"profile", profile_table().fields()},   {"account", account_table().fields()},
-      {"node", node_table().fields()},         {"partition", partition_table().fields()},
+      {"profile", profile_table().fields()},     {"account", account_table().fields()},
+      {"node", node_table().fields()},           {"partition", partition_table().fields()},
       {"container", container_table().fields()},
   };
   return catalog;
 }
 
-std::string profile_origin(const StrictReader& r, const YAML::Node& node,
-                           const std::string& path) {
+std::string profile_origin(const StrictReader& r, const YAML::Node& node, const std::string& path) {
   const Location at = r.where(node, path);
   return at.file + ":" + std::to_string(at.line);
 }
@@ -312,10 +310,20 @@ bool origin_by_part(const Type& type) {
 }
 
 // The key lists of profile.hpp, from the tables.
-const std::vector<std::string>& profile_keys() { return profile_table().names(); }
-const std::vector<std::string>& profile_node_keys() { return node_table().names(); }
-const std::vector<std::string>& profile_partition_keys() { return partition_table().names(); }
-const std::vector<std::string>& profile_account_keys() { return account_table().names(); }
-const std::vector<std::string>& profile_container_keys() { return container_table().names(); }
+const std::vector<std::string>& profile_keys() {
+  return profile_table().names();
+}
+const std::vector<std::string>& profile_node_keys() {
+  return node_table().names();
+}
+const std::vector<std::string>& profile_partition_keys() {
+  return partition_table().names();
+}
+const std::vector<std::string>& profile_account_keys() {
+  return account_table().names();
+}
+const std::vector<std::string>& profile_container_keys() {
+  return container_table().names();
+}
 
 }  // namespace ddpgen

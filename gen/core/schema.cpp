@@ -88,8 +88,7 @@ struct Builder {
       case Kind::choices:
         return R"({"type": ["array", "null"], "items": )" + choice(type.choices) + "}";
       case Kind::sections:
-        return R"({"type": "array", "minItems": 1, "items": )" + object(type.section, indent) +
-               "}";
+        return R"({"type": "array", "minItems": 1, "items": )" + object(type.section, indent) + "}";
       default:
         return "";
     }
@@ -149,6 +148,8 @@ Result<std::string> json_schema(SchemaKind kind) {
   return document(job ? "job" : "profile", body);
 }
 
-std::vector<std::string> job_key_paths() { return settings::key_paths(job_catalog(), "job"); }
+std::vector<std::string> job_key_paths() {
+  return settings::key_paths(job_catalog(), "job");
+}
 
 }  // namespace ddpgen

@@ -52,8 +52,8 @@ std::vector<std::string> key_paths(const Catalog& catalog, const std::string& to
   return out;
 }
 
-long read_duration(const StrictReader& r, const YAML::Node& node, const std::string& path,
-                   long min, long max) {
+long read_duration(const StrictReader& r, const YAML::Node& node, const std::string& path, long min,
+                   long max) {
   const std::string text = r.string(node, path);
   auto seconds = ddp::parse_seconds(text, ddp::text::quote(path));
   if (!seconds) r.reject(node, path, seconds.error().message);

@@ -180,13 +180,13 @@ Row<T> share(std::string name, F T::*field) {
 }
 
 // strings, lines, words, command and env: StrictReader's reads of the same names.
-#define DDPGEN_SETTINGS_LIST_ROW(kind, F)                                                 \
-  template <class T>                                                                      \
-  Row<T> kind(std::string name, F T::*field) {                                            \
-    return member(std::move(name), {Kind::kind}, field,                                   \
+#define DDPGEN_SETTINGS_LIST_ROW(kind, F)                                                \
+  template <class T>                                                                     \
+  Row<T> kind(std::string name, F T::*field) {                                           \
+    return member(std::move(name), {Kind::kind}, field,                                  \
                   [](const StrictReader& r, const YAML::Node& v, const std::string& p) { \
-                    return r.kind(v, p);                                                  \
-                  });                                                                     \
+                    return r.kind(v, p);                                                 \
+                  });                                                                    \
   }
 DDPGEN_SETTINGS_LIST_ROW(strings, std::vector<std::string>)
 DDPGEN_SETTINGS_LIST_ROW(lines, std::vector<std::string>)
@@ -205,8 +205,7 @@ Row<T> env(std::string name, EnvList T::*field) {
 // A nested mapping decoded with table, then checked as a whole by check(r, node, value) (the
 // rules between its keys); the row's key names the section in its catalog.
 template <class T, class S, class Check>
-Row<T> section(std::string name, std::optional<S> T::*field, const Table<S>& table,
-               Check check) {
+Row<T> section(std::string name, std::optional<S> T::*field, const Table<S>& table, Check check) {
   Type type = Type::nested(Kind::section, name);
   return {std::move(name), std::move(type),
           [field, &table, check](T& out, const StrictReader& r, const YAML::Node& value,
