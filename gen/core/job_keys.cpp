@@ -164,11 +164,12 @@ void set_launcher(Job& job, const StrictReader& r, const YAML::Node& v, const st
     if (name == launcher_name(l)) job.launcher = l;
 }
 
-settings::Row<Job> extra_options(const std::string& name, options::Source source) {
+// sbatch, srun: extra options, each checked against what ddpgen computes (options.hpp).
+settings::Row<Job> extra_options(const std::string& name, std::vector<std::string> Job::*field,
+                                 options::Source source) {
   return settings::custom<Job>(
       name, {Kind::strings},
-      [source, field = name == "srun" ? &Job::srun : &Job::sbatch](
-          Job& job, const StrictReader& r, const YAML::Node& v, const std::string& p) {
+      [field, source](Job& job, const StrictReader& r, const YAML::Node& v, const std::string& p) {
         job.*field = options::decode(r, v, p, source);
       });
 }
@@ -200,8 +201,8 @@ const Table<Job>& job_table() {
       section("watchdog", &Job::watchdog, watchdog_table(), check_watchdog),
       string("qos", &Job::qos),
       string("constraint", &Job::constraint),
-      extra_options("sbatch", options::Source::job_sbatch),
-      extra_options("srun", options::Source::job_srun),
+      extra_options("sbatch", &Job::sbatch, options::Source::job_sbatch),
+      extra_options("srun", &Job::srun, options::Source::job_srun),
       custom<Job>("activate", Type::nested(Kind::section, "activate"), set_activate),
       lines("pre", &Job::pre),
       lines("post", &Job::post),

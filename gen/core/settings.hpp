@@ -179,20 +179,32 @@ Row<T> share(std::string name, F T::*field) {
   return member(std::move(name), {Kind::share}, field, read_share);
 }
 
-// strings, lines, words, command and env: StrictReader's reads of the same names.
-#define DDPGEN_SETTINGS_LIST_ROW(kind, F)                                                \
-  template <class T>                                                                     \
-  Row<T> kind(std::string name, F T::*field) {                                           \
-    return member(std::move(name), {Kind::kind}, field,                                  \
-                  [](const StrictReader& r, const YAML::Node& v, const std::string& p) { \
-                    return r.kind(v, p);                                                 \
-                  });                                                                    \
-  }
-DDPGEN_SETTINGS_LIST_ROW(strings, std::vector<std::string>)
-DDPGEN_SETTINGS_LIST_ROW(lines, std::vector<std::string>)
-DDPGEN_SETTINGS_LIST_ROW(words, std::vector<std::string>)
-DDPGEN_SETTINGS_LIST_ROW(command, std::vector<std::string>)
-#undef DDPGEN_SETTINGS_LIST_ROW
+// A row read by one of StrictReader's list reads (strings, lines, words, command).
+using ListRead = std::vector<std::string> (StrictReader::*)(const YAML::Node&,
+                                                            const std::string&) const;
+template <class T>
+Row<T> list(std::string name, Kind kind, std::vector<std::string> T::*field, ListRead read) {
+  return member(std::move(name), kind, field,
+                [read](const StrictReader& r, const YAML::Node& v, const std::string& p) {
+                  return (r.*read)(v, p);
+                });
+}
+template <class T>
+Row<T> strings(std::string name, std::vector<std::string> T::*field) {
+  return list(std::move(name), Kind::strings, field, &StrictReader::strings);
+}
+template <class T>
+Row<T> lines(std::string name, std::vector<std::string> T::*field) {
+  return list(std::move(name), Kind::lines, field, &StrictReader::lines);
+}
+template <class T>
+Row<T> words(std::string name, std::vector<std::string> T::*field) {
+  return list(std::move(name), Kind::words, field, &StrictReader::words);
+}
+template <class T>
+Row<T> command(std::string name, std::vector<std::string> T::*field) {
+  return list(std::move(name), Kind::command, field, &StrictReader::command);
+}
 
 template <class T>
 Row<T> env(std::string name, EnvList T::*field) {

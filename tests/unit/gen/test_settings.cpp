@@ -113,6 +113,22 @@ TEST(Settings, KeyPathsDotTheKeysOfSections) {
             (std::vector<std::string>{"a", "sec", "sec.x", "sec.y", "list"}));
 }
 
+// Each table's names are unique, and every section a row names is a table of its catalog.
+TEST(Settings, CatalogsAreWhole) {
+  for (const auto* catalog : {&job_catalog(), &profile_catalog()})
+    for (const auto& [name, fields] : *catalog) {
+      std::vector<std::string> names;
+      for (const auto& field : fields) {
+        names.push_back(field.name);
+        if (!field.type.section.empty()) {
+          EXPECT_TRUE(catalog->contains(field.type.section)) << name << "." << field.name;
+        }
+      }
+      std::ranges::sort(names);
+      EXPECT_EQ(std::ranges::adjacent_find(names), names.end()) << name;
+    }
+}
+
 // The keys whose rows say "required", each table's.
 TEST(Settings, RequiredColumnsNameTheKeysTheReaderRequires) {
   std::vector<std::string> required;
