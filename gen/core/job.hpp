@@ -8,7 +8,8 @@
 
 namespace ddpgen {
 
-// The keys a job file may have at its top level.
+// The keys a job file may have at its top level: the names of job_table()'s rows
+// (gen/core/job_keys.hpp), as are the section key lists below.
 const std::vector<std::string>& job_keys();
 // The keys of the job file's nested mappings: container, checkpoint, mail, watchdog, activate,
 // accelerate, heal, preflight (which may also be true or false).

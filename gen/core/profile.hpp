@@ -17,7 +17,8 @@ struct ProfileDoc {
   std::string extends;  // name or path of the base profile; empty for none
 };
 
-// The keys a profile may have at its top level.
+// The keys a profile may have at its top level: the names of profile_table()'s rows
+// (gen/core/profile_keys.hpp), as are the nested key lists below.
 const std::vector<std::string>& profile_keys();
 // The keys of the profile's nested mappings: node (also a partition's), partitions[],
 // account, container.

@@ -1,6 +1,6 @@
-// JSON Schema of the job file and the site profile, for editors and for validators. The keys
-// come from the tables the strict reader uses (job_keys(), profile_keys(), ...), so a key the
-// reader accepts is in the schema and a key it refuses is not.
+// JSON Schema of the job file and the site profile, for editors and for validators. The keys and
+// their types come from the tables the strict reader decodes with (job_catalog(),
+// profile_catalog()), so a key the reader accepts is in the schema and a key it refuses is not.
 #pragma once
 
 #include <string>
@@ -13,9 +13,7 @@ namespace ddpgen {
 
 enum class SchemaKind { job, profile };
 
-// Returns the JSON Schema (draft 2020-12) of kind, one property per line. Fails, naming the
-// key, when a key of the reader's tables has no type here or a type here names no key: the
-// schema and the reader cannot drift apart silently.
+// Returns the JSON Schema (draft 2020-12) of kind, one property per line.
 Result<std::string> json_schema(SchemaKind kind);
 
 // Returns every key path a job file may set, dotted for nested keys ("checkpoint.requeue"), in

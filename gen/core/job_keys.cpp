@@ -1,0 +1,264 @@
+// The job file's keys: one row each (doc/man/ddpgen-job.5 has a paragraph for each; the
+// lint.settings_man test holds the two together). After a section's rows, its check applies the
+// rules between its keys.
+#include "gen/core/job_keys.hpp"
+
+#include "gen/core/job.hpp"
+#include "gen/core/options.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddpgen {
+namespace {
+
+using settings::Kind;
+using settings::Table;
+using settings::Type;
+
+void check_container(const StrictReader& r, const YAML::Node& node, const Container& c) {
+  if (c.image.empty()) r.reject(node, "container", "\"container.image\" is required");
+}
+
+void check_checkpoint(const StrictReader& r, const YAML::Node& node, const Checkpoint& c) {
+  if (c.dir.empty()) r.reject(node, "checkpoint", "\"checkpoint.dir\" is required");
+  if (c.requeue_on_failure && !c.requeue)
+    r.reject(
+        node, "checkpoint",
+        "\"checkpoint.requeue_on_failure\" needs \"checkpoint.requeue: true\" (the job must be "
+        "requeueable)");
+}
+
+void check_watchdog(const StrictReader& r, const YAML::Node& node, const Watchdog& w) {
+  if (w.timeout == 0) r.reject(node, "watchdog", "\"watchdog.timeout\" is required (e.g. 10m)");
+}
+
+const Table<Container>& container_table() {
+  static const Table<Container> table = {
+      settings::required(settings::string("image", &Container::image)),
+      settings::choice("runtime", &Container::runtime, container_runtime_names()),
+      settings::strings("mounts", &Container::mounts),
+      settings::string("workdir", &Container::workdir),
+  };
+  return table;
+}
+
+const Table<Checkpoint>& checkpoint_table() {
+  static const Table<Checkpoint> table = {
+      settings::required(settings::string("dir", &Checkpoint::dir)),
+      settings::boolean("requeue", &Checkpoint::requeue),
+      settings::choice("signal", &Checkpoint::signal,
+                       {"USR1", "USR2", "TERM", "INT", "HUP", "URG"}),
+      settings::integer("signal_time", &Checkpoint::signal_time, 1, 65535),
+      settings::integer("max_restarts", &Checkpoint::max_restarts, 0, 10000),
+      settings::boolean("requeue_on_failure", &Checkpoint::requeue_on_failure),
+  };
+  return table;
+}
+
+const Table<Mail>& mail_table() {
+  static const Table<Mail> table = {
+      settings::string("user", &Mail::user),
+      settings::string("type", &Mail::type),
+  };
+  return table;
+}
+
+// activate: exactly one of its keys, which says the kind.
+settings::Row<Activate> activate_row(const std::string& name, Activate::Kind kind) {
+  return settings::custom<Activate>(
+      name, {Kind::string},
+      [kind](Activate& a, const StrictReader& r, const YAML::Node& v, const std::string& path) {
+        a.kind = kind;
+        a.value = r.string(v, path);
+        if (a.value.empty()) r.reject(v, path, "\"" + path + "\" is empty");
+      });
+}
+
+const Table<Activate>& activate_table() {
+  static const Table<Activate> table = {
+      activate_row("conda", Activate::Kind::conda),
+      activate_row("venv", Activate::Kind::venv),
+      activate_row("source", Activate::Kind::source),
+  };
+  return table;
+}
+
+const Table<Job>& accelerate_table() {
+  static const Table<Job> table = {settings::string("config_file", &Job::accelerate_config)};
+  return table;
+}
+
+const Table<Heal>& heal_table() {
+  static const Table<Heal> table = {
+      settings::boolean("exclude", &Heal::exclude),
+      settings::integer("max_requeues", &Heal::max_requeues, 1, 100),
+  };
+  return table;
+}
+
+const Table<Preflight>& preflight_table() {
+  static const Table<Preflight> table = {
+      settings::duration("timeout", &Preflight::timeout, 1, 3600),
+      settings::boolean("pairs", &Preflight::pairs),
+      settings::share("pairs_threshold", &Preflight::pairs_threshold),
+  };
+  return table;
+}
+
+const Table<Watchdog>& watchdog_table() {
+  static const Table<Watchdog> table = {
+      settings::required(settings::duration("timeout", &Watchdog::timeout)),
+      settings::duration("startup", &Watchdog::startup),
+      settings::duration("grace", &Watchdog::grace),
+      settings::boolean("heartbeat", &Watchdog::heartbeat),
+      settings::custom<Watchdog>(
+          "on_stall", Type::one_of(Kind::choice, {"fail", "requeue"}),
+          [](Watchdog& w, const StrictReader& r, const YAML::Node& v, const std::string& p) {
+            w.requeue = r.choice(v, p, {"fail", "requeue"}) == "requeue";
+          }),
+  };
+  return table;
+}
+
+// activate: {conda: NAME_OR_PATH}, {venv: PATH} or {source: FILE}.
+void set_activate(Job& job, const StrictReader& r, const YAML::Node& node, const std::string&) {
+  const auto entries = r.entries(node, "activate", activate_table().names());
+  if (entries.size() != 1)
+    r.reject(node, "activate",
+             "\"activate\" takes one of {conda: NAME_OR_PATH}, {venv: PATH} or {source: FILE}");
+  const auto& [key, value] = entries.front();
+  Activate a;
+  activate_table().at(key).set(a, r, value, "activate." + key);
+  job.activate = a;
+}
+
+// preflight: true or false, or a mapping of the check's settings, which turns it on.
+void set_preflight(Job& job, const StrictReader& r, const YAML::Node& node, const std::string&) {
+  const std::string expected =
+      "\"preflight\" must be true, false or a mapping such as {pairs: true}, got ";
+  if (node.IsScalar()) {
+    const std::string text = r.string(node, "preflight");
+    if (text == "true") job.preflight = Preflight{};
+    if (text == "false") job.preflight = std::nullopt;
+    if (text == "true" || text == "false") return;
+    r.reject(node, "preflight", expected + ddp::text::quote(text));
+  }
+  if (!node.IsMap()) r.reject(node, "preflight", expected + "a list");
+  Preflight p;
+  preflight_table().decode(p, r, node, "preflight");
+  if (p.pairs_threshold && !p.pairs)
+    r.reject(node["pairs_threshold"], "preflight.pairs_threshold",
+             "\"preflight.pairs_threshold\" needs \"preflight.pairs: true\"");
+  job.preflight = p;
+}
+
+const std::vector<std::string>& launcher_names() {
+  static const std::vector<std::string> names = {"torchrun",  "srun",    "accelerate",
+                                                 "lightning", "fairseq", "none"};
+  return names;
+}
+
+void set_launcher(Job& job, const StrictReader& r, const YAML::Node& v, const std::string& p) {
+  const std::string name = r.choice(v, p, launcher_names());
+  for (Launcher l : {Launcher::torchrun, Launcher::srun, Launcher::accelerate, Launcher::lightning,
+                     Launcher::fairseq, Launcher::none})
+    if (name == launcher_name(l)) job.launcher = l;
+}
+
+// sbatch, srun: extra options, each checked against what ddpgen computes (options.hpp).
+settings::Row<Job> extra_options(const std::string& name, std::vector<std::string> Job::*field,
+                                 options::Source source) {
+  return settings::custom<Job>(
+      name, {Kind::strings},
+      [field, source](Job& job, const StrictReader& r, const YAML::Node& v, const std::string& p) {
+        job.*field = options::decode(r, v, p, source);
+      });
+}
+
+}  // namespace
+
+const Table<Job>& job_table() {
+  using namespace settings;
+  static const Table<Job> table = {
+      string("name", &Job::name),
+      integer("nodes", &Job::nodes, 1, 100000),
+      integer("gpus_per_node", &Job::gpus_per_node, 0, 1024),
+      integer("procs_per_node", &Job::procs_per_node, 1, 1024),
+      required(time("time", &Job::time)),
+      custom<Job>("launcher", Type::one_of(Kind::choice, launcher_names()), set_launcher),
+      required(string("script", &Job::script)),
+      strings("args", &Job::args),
+      string("account", &Job::account),
+      string("partition", &Job::partition),
+      string("gpu_type", &Job::gpu_type),
+      env("env", &Job::env),
+      strings("modules", &Job::modules),
+      section("container", &Job::container, container_table(), check_container),
+      section("checkpoint", &Job::checkpoint, checkpoint_table(), check_checkpoint),
+      string("output", &Job::output),
+      string("error", &Job::error),
+      section("mail", &Job::mail, mail_table(), k_no_check),
+      custom<Job>("preflight", Type::nested(Kind::section_or_boolean, "preflight"), set_preflight),
+      section("watchdog", &Job::watchdog, watchdog_table(), check_watchdog),
+      string("qos", &Job::qos),
+      string("constraint", &Job::constraint),
+      extra_options("sbatch", &Job::sbatch, options::Source::job_sbatch),
+      extra_options("srun", &Job::srun, options::Source::job_srun),
+      custom<Job>("activate", Type::nested(Kind::section, "activate"), set_activate),
+      lines("pre", &Job::pre),
+      lines("post", &Job::post),
+      words("task_prefix", &Job::task_prefix),
+      command("python", &Job::python),
+      custom<Job>("accelerate", Type::nested(Kind::section, "accelerate"),
+                  [](Job& job, const StrictReader& r, const YAML::Node& v, const std::string& p) {
+                    accelerate_table().decode(job, r, v, p);
+                  }),
+      section("heal", &Job::heal, heal_table(), k_no_check),
+  };
+  return table;
+}
+
+const settings::Catalog& job_catalog() {
+  static const settings::Catalog catalog = {
+      {"job", job_table().fields()},
+      {"container", container_table().fields()},
+      {"checkpoint", checkpoint_table().fields()},
+      {"mail", mail_table().fields()},
+      {"activate", activate_table().fields()},
+      {"accelerate", accelerate_table().fields()},
+      {"watchdog", watchdog_table().fields()},
+      {"heal", heal_table().fields()},
+      {"preflight", preflight_table().fields()},
+  };
+  return catalog;
+}
+
+// The key lists of job.hpp, from the tables.
+const std::vector<std::string>& job_keys() {
+  return job_table().names();
+}
+const std::vector<std::string>& job_container_keys() {
+  return container_table().names();
+}
+const std::vector<std::string>& job_checkpoint_keys() {
+  return checkpoint_table().names();
+}
+const std::vector<std::string>& job_mail_keys() {
+  return mail_table().names();
+}
+const std::vector<std::string>& job_activate_keys() {
+  return activate_table().names();
+}
+const std::vector<std::string>& job_accelerate_keys() {
+  return accelerate_table().names();
+}
+const std::vector<std::string>& job_heal_keys() {
+  return heal_table().names();
+}
+const std::vector<std::string>& job_preflight_keys() {
+  return preflight_table().names();
+}
+const std::vector<std::string>& job_watchdog_keys() {
+  return watchdog_table().names();
+}
+
+}  // namespace ddpgen
