@@ -104,7 +104,7 @@ std::string measure(const std::string& addr, std::uint16_t port, double seconds,
 
 // This node's agent: registers with rank 0, then does what it is told until "done".
 int agent(const PairsSetup& s) {
-  Fd data = listen_tcp(0);
+  Fd data = listen_any(0);
   if (data.fd < 0) return 1;
   Fd ctl = connect_tcp(s.master_addr, s.port, s.deadline);
   const AgentHello hello{s.node, port_of(data.fd),
@@ -320,7 +320,7 @@ double pairs_budget_s(std::uint32_t nodes, double seconds, std::uint32_t max_rou
 int run_pairs(const PairsSetup& setup) {
   if (!setup.coordinator) return agent(setup);
   // The listener is bound before any agent is told anything; agents retry until then.
-  Fd lfd = listen_tcp(setup.port);
+  Fd lfd = listen_any(setup.port);
   if (lfd.fd < 0) {
     std::fprintf(stderr, "ddp-check: pairs: rank 0 cannot listen on port %u\n", setup.port);
     return 1;

@@ -2,8 +2,6 @@
 // the signed hello, read rank 0's verdicts.
 #include "ddp-check/rendezvous/client_io.hpp"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -12,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ddp-check/net/socket_io.hpp"
 #include "ddp-check/rendezvous/auth.hpp"
 #include "ddp-check/topology/interfaces.hpp"
 #include "libddp/sys/system.hpp"
@@ -23,61 +22,35 @@ Client::Client(Identity& identity, const AuthConfig& auth_config, Clock::time_po
     : id(identity), auth(auth_config), deadline(until), master_text(std::move(master)) {}
 
 Client::~Client() {
-  close_fd(client.fd);
+  net::close_fd(client.fd);
 }
 
-// MASTER_ADDR's addresses, through the plugin's bounded resolver: a resolver that does not
-// answer costs at most the time left before the deadline, never a hang.
+// MASTER_ADDR's addresses, through the bounded resolver (net::resolve): a resolver that does
+// not answer costs at most the time left before the deadline, never a hang.
 std::optional<std::string> Client::resolve() {
-  const auto left = std::chrono::duration<double>(deadline - Clock::now()).count();
-  const auto bound = static_cast<unsigned>(std::clamp(std::ceil(left), 1.0, 3600.0));
-  sys::Resolution found = sys::resolve_host(id.master_addr, bound, "--timeout");
-  if (found.error) return "MASTER_ADDR: " + *found.error;
-  for (const IpAddress& address : found.addresses) {
-    sockaddr_storage s{};
-    if (address.family == Family::ipv6) {
-      auto* a = reinterpret_cast<sockaddr_in6*>(&s);
-      a->sin6_family = AF_INET6;
-      a->sin6_port = htons(id.master_port);
-      std::memcpy(&a->sin6_addr, address.bytes.data(), 16);
-      target_lens.push_back(sizeof *a);
-    } else {
-      auto* a = reinterpret_cast<sockaddr_in*>(&s);
-      a->sin_family = AF_INET;
-      a->sin_port = htons(id.master_port);
-      std::memcpy(&a->sin_addr, address.bytes.data(), 4);
-      target_lens.push_back(sizeof *a);
-    }
-    targets.push_back(s);
-  }
+  auto found = net::resolve(id.master_addr, id.master_port, deadline, "--timeout");
+  if (!found) return "MASTER_ADDR: " + found.error().message;
+  targets = std::move(*found);
   return std::nullopt;
 }
 
 void Client::start_connect(Clock::time_point now) {
-  const auto& target = targets[next_target % targets.size()];
-  const socklen_t len = target_lens[next_target % targets.size()];
+  const net::Endpoint& target = targets[next_target % targets.size()];
   ++next_target;
   ++attempts;
   client = Conn{};
-  client.fd = socket(target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (client.fd < 0) {
+  net::Fd s = net::connect_start(target);
+  if (s.fd < 0) {
     connect_failed(errno, now);
     return;
   }
-  int one = 1;
-  setsockopt(client.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (connect(client.fd, reinterpret_cast<const sockaddr*>(&target), len) == 0) {
-    connecting = true;  // finished at once (loopback): on_connected() runs after poll
-  } else if (errno == EINPROGRESS) {
-    connecting = true;
-  } else {
-    connect_failed(errno, now);
-  }
+  client.fd = s.release();
+  connecting = true;  // finished at once (loopback) or in progress: on_connected() after poll
 }
 
 void Client::connect_failed(int err, Clock::time_point now) {
-  last_error = errno_text(err);
-  close_fd(client.fd);
+  last_error = net::errno_text(err);
+  net::close_fd(client.fd);
   connecting = false;
   next_attempt = now + backoff;
   backoff = std::min(backoff * 2, k_max_backoff);
@@ -113,10 +86,7 @@ std::optional<std::string> Client::on_connected() {
 // Sets `ex.verdict` or `ex.local_fault`; returns false when the run is over for a worker.
 bool Client::client_ready(short revents, bool master, Exchange& ex) {
   if (connecting) {
-    int err = 0;
-    socklen_t len = sizeof err;
-    getsockopt(client.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) {
+    if (int err = net::connect_result(client.fd); err != 0) {
       connect_failed(err, Clock::now());
       return true;
     }
@@ -127,8 +97,8 @@ bool Client::client_ready(short revents, bool master, Exchange& ex) {
   }
   if (!client.out.empty() && !write_some(client)) {
     ex.local_fault = "lost the connection to rank 0 at " + master_text +
-                     " while sending the hello: " + errno_text(errno);
-    close_fd(client.fd);
+                     " while sending the hello: " + net::errno_text(errno);
+    net::close_fd(client.fd);
     return master;
   }
   if (master || !(revents & (POLLIN | POLLHUP | POLLERR))) return true;

@@ -2,13 +2,12 @@
 // plugin's bounded resolver, connect with backoff, send the signed hello, read the verdicts.
 #pragma once
 
-#include <sys/socket.h>
-
 #include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ddp-check/net/socket_io.hpp"
 #include "ddp-check/rendezvous/connection_io.hpp"
 #include "ddp-check/rendezvous/session_io.hpp"
 
@@ -48,8 +47,7 @@ struct Client {
   Clock::time_point start = Clock::now();
   Clock::time_point deadline;
   std::string master_text;  // "ADDR:PORT" for messages
-  std::vector<sockaddr_storage> targets;
-  std::vector<socklen_t> target_lens;
+  std::vector<net::Endpoint> targets;
   std::size_t next_target = 0;
   Conn client;
   bool connecting = false;

@@ -1,4 +1,4 @@
-// The socket helpers rank 0's listener and every rank's client share.
+// One connection of the rendezvous: bounded reads and pending writes.
 #include "ddp-check/rendezvous/connection_io.hpp"
 
 #include <sys/socket.h>
@@ -10,23 +10,6 @@
 #include <cstring>
 
 namespace ddp::check {
-
-using std::chrono::milliseconds;
-
-std::string errno_text(int err) {
-  return std::strerror(err);
-}
-
-void close_fd(int& fd) {
-  if (fd >= 0) close(fd);
-  fd = -1;
-}
-
-int poll_timeout(Clock::time_point now, Clock::time_point until) {
-  if (until <= now) return 0;
-  auto ms = std::chrono::duration_cast<milliseconds>(until - now).count() + 1;
-  return static_cast<int>(std::min<long long>(ms, 1000));
-}
 
 std::string seconds_text(Clock::duration d) {
   double s = std::chrono::duration<double>(d).count();

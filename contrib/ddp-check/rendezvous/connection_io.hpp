@@ -1,5 +1,5 @@
-// One nonblocking TCP connection of ddp-check's TCP phase, with bounded input and pending
-// output, and the socket helpers rank 0's listener and every rank's client share.
+// One nonblocking TCP connection of the rendezvous, with bounded input and pending output,
+// which rank 0's listener and every rank's client share (sockets: net/socket_io.hpp).
 #pragma once
 
 #include <chrono>
@@ -25,15 +25,6 @@ struct Conn {
   std::size_t received = 0;
   bool closed = false;
 };
-
-// strerror(err).
-std::string errno_text(int err);
-
-// Closes `fd` if open and marks it closed (-1).
-void close_fd(int& fd);
-
-// poll()'s timeout in ms until `until`, at most 1 s, rounded up.
-int poll_timeout(Clock::time_point now, Clock::time_point until);
 
 // "0.25 s", for messages.
 std::string seconds_text(Clock::duration d);

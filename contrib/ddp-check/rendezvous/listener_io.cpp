@@ -2,7 +2,6 @@
 // (admit.hpp), hold strangers to one bounded line and a deadline.
 #include "ddp-check/rendezvous/listener_io.hpp"
 
-#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -10,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ddp-check/net/socket_io.hpp"
 #include "ddp-check/rendezvous/admit.hpp"
 #include "ddp-check/rendezvous/auth.hpp"
-#include "libddp/sys/system.hpp"
 
 namespace ddp::check {
 
@@ -20,38 +19,8 @@ Listener::Listener(const Identity& identity, const AuthConfig& auth_config)
     : id(identity), auth(auth_config) {}
 
 Listener::~Listener() {
-  close_fd(listener);
-  for (auto& c : conns) close_fd(c.fd);
-}
-
-// A bound socket for `family` (dual-stack for IPv6), or -1 with errno set.
-int Listener::bound_socket(int family) {
-  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int one = 1, zero = 0;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_storage any{};
-  socklen_t len = 0;
-  if (family == AF_INET6) {
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    auto* a = reinterpret_cast<sockaddr_in6*>(&any);
-    a->sin6_family = AF_INET6;
-    a->sin6_addr = in6addr_any;
-    a->sin6_port = htons(id.master_port);
-    len = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&any);
-    a->sin_family = AF_INET;
-    a->sin_addr.s_addr = htonl(INADDR_ANY);
-    a->sin_port = htons(id.master_port);
-    len = sizeof *a;
-  }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&any), len) != 0) {
-    int err = errno;
-    close_fd(fd);
-    errno = err;
-  }
-  return fd;
+  net::close_fd(listener);
+  for (auto& c : conns) net::close_fd(c.fd);
 }
 
 std::optional<std::string> Listener::listen_any() {
@@ -66,24 +35,21 @@ std::optional<std::string> Listener::listen_any() {
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
     max_conns = lim.rlim_cur > 64 ? static_cast<std::size_t>(lim.rlim_cur) - 32 : 32;
   }
-  // Dual-stack wildcard, as torch.distributed's TCPStore does: MASTER_ADDR may name any of
-  // this host's addresses. IPv4 only when the kernel has no IPv6.
-  int fd = bound_socket(AF_INET6);
-  if (fd < 0 && errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL) return bind_error(errno);
-  if (fd < 0) fd = bound_socket(AF_INET);
-  if (fd < 0) return bind_error(errno);
-  if (listen(fd, SOMAXCONN) != 0) {
-    int err = errno;
-    close_fd(fd);
-    return "cannot listen on port " + std::to_string(id.master_port) + ": " + errno_text(err);
+  // MASTER_ADDR may name any of this host's addresses: every address, either family.
+  net::ListenError why;
+  net::Fd fd = net::listen_any(id.master_port, SOMAXCONN, &why);
+  if (fd.fd < 0 && why.at_listen) {
+    return "cannot listen on port " + std::to_string(id.master_port) + ": " +
+           net::errno_text(why.err);
   }
-  listener = fd;
+  if (fd.fd < 0) return bind_error(why.err);
+  listener = fd.release();
   return std::nullopt;
 }
 
 std::string Listener::bind_error(int err) {
   std::string text = "rank 0 cannot listen on MASTER_PORT " + std::to_string(id.master_port) +
-                     " on " + id.self.host + ": " + errno_text(err);
+                     " on " + id.self.host + ": " + net::errno_text(err);
   if (err == EADDRINUSE) text += " (another process on this node holds the port)";
   return text;
 }
@@ -131,22 +97,20 @@ void Listener::accept_all(Clock::time_point now) {
                             " connections, all its descriptors allow; more waited in the backlog";
       return;
     }
-    sockaddr_storage peer{};
-    socklen_t len = sizeof peer;
-    int fd =
-        accept4(listener, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
+    std::string peer;
+    net::Fd fd = net::accept_now(listener, &peer);
+    if (fd.fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         accept_after = now + k_accept_pause;
-        out->accept_trouble = "accepting connections failed (" + errno_text(errno) + ") with " +
-                              std::to_string(conns.size()) + " connections open";
+        out->accept_trouble = "accepting connections failed (" + net::errno_text(errno) +
+                              ") with " + std::to_string(conns.size()) + " connections open";
       }
       return;  // EAGAIN: nothing more waiting
     }
     Conn c;
-    c.fd = fd;
+    c.fd = fd.release();
     c.opened = now;
-    c.peer = sys::address_text(reinterpret_cast<sockaddr*>(&peer));
+    c.peer = std::move(peer);
     conns.push_back(std::move(c));
     serve(conns.back());  // a rank's hello usually came with the connection: admit it now
   }
@@ -166,7 +130,7 @@ void Listener::expire_pending(Clock::time_point now) {
     }
   }
   std::erase_if(conns, [](Conn& c) {
-    if (c.closed) close_fd(c.fd);
+    if (c.closed) net::close_fd(c.fd);
     return c.closed;
   });
 }

@@ -34,9 +34,8 @@ struct Listener {
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
-  // A bound socket for `family` (dual-stack for IPv6), or -1 with errno set.
-  int bound_socket(int family);
-  // Listens on MASTER_PORT on every address; the error says who holds the port.
+  // Listens on MASTER_PORT on every address (net::listen_any); the error says who holds the
+  // port.
   std::optional<std::string> listen_any();
   // "rank 0 cannot listen on MASTER_PORT ...".
   std::string bind_error(int err);

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "ddp-check/net/socket_io.hpp"
 #include "ddp-check/rendezvous/client_io.hpp"
 #include "ddp-check/rendezvous/listener_io.hpp"
 
@@ -75,9 +76,9 @@ bool Session::State::poll_once(bool master, Clock::time_point until, Exchange& e
       polled.push_back(&c);
     }
   }
-  int n = poll(fds.data(), fds.size(), poll_timeout(now, next_wake(master, now, until)));
+  int n = poll(fds.data(), fds.size(), net::poll_timeout(now, next_wake(master, now, until)));
   if (n < 0 && errno != EINTR) {
-    ex.local_fault = std::string("poll: ") + errno_text(errno);
+    ex.local_fault = std::string("poll: ") + net::errno_text(errno);
     return false;
   }
   if (n <= 0) return true;
@@ -117,7 +118,7 @@ Exchange Session::State::run_master(Clock::time_point collect_until) {
                           to0.master_text + ": " + to0.last_error +
                           " (does MASTER_ADDR name this host?)";
   }
-  close_fd(rank0.listener);
+  net::close_fd(rank0.listener);
   rank0.out = nullptr;
   return ex;
 }
@@ -171,7 +172,7 @@ void Session::broadcast(const Verdict& verdict, Clock::time_point until) {
     for (auto& c : s.rank0.conns) {
       if (c.fd < 0 || c.out.empty()) continue;
       if (!write_some(c)) {
-        close_fd(c.fd);
+        net::close_fd(c.fd);
         continue;
       }
       if (!c.out.empty()) {
@@ -181,7 +182,7 @@ void Session::broadcast(const Verdict& verdict, Clock::time_point until) {
     }
     const auto now = Clock::now();
     if (fds.empty() || now >= until) return;
-    if (poll(fds.data(), fds.size(), poll_timeout(now, until)) < 0 && errno != EINTR) return;
+    if (poll(fds.data(), fds.size(), net::poll_timeout(now, until)) < 0 && errno != EINTR) return;
   }
 }
 
@@ -203,7 +204,7 @@ Exchange Session::await_verdict() {
       return result;
     }
     pollfd p{s.to0.client.fd, POLLIN, 0};
-    if (poll(&p, 1, poll_timeout(now, s.to0.deadline)) > 0) open = read_some(s.to0.client);
+    if (poll(&p, 1, net::poll_timeout(now, s.to0.deadline)) > 0) open = read_some(s.to0.client);
   }
 }
 
