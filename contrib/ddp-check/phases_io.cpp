@@ -1,5 +1,8 @@
+// The per-node phases beside the rendezvous: the fabric assertion, the pairwise phase's agent
+// and coordinator set-up, the watchdog.
 #include "ddp-check/phases_io.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,16 +20,21 @@
 namespace ddp::check {
 namespace {
 
-// The pairwise phase's bound replaces the check's: the alarm is set again for it. The NCCL
-// rounds count when this node can run them (when one cannot, rank 0 skips them).
-std::chrono::steady_clock::time_point pairs_deadline(std::uint32_t nodes, const Options& o,
-                                                     const PairsSetup& s) {
-  const double budget = pairs_budget_s(nodes, o.pairs_seconds, o.pairs_rounds,
-                                       o.nccl && !s.nccl_unavailable.has_value());
-  alarm(static_cast<unsigned>(std::ceil(budget)) + 5);
+// The pairwise phase's bound replaces the check's: the watchdog is set again for it.
+std::chrono::steady_clock::time_point pairs_deadline(const PhaseStep& step) {
+  arm_watchdog(step.watchdog_s);
   return std::chrono::steady_clock::now() +
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-             std::chrono::duration<double>(budget));
+             std::chrono::duration<double>(step.budget_s));
+}
+
+// The last line of defence for the bound: name resolution and NCCL can block outside poll().
+void on_alarm(int) {
+  static constexpr char k_msg[] =
+      "ddp-check: FAILED: the check exceeded its deadline (blocked in name resolution or NCCL)\n";
+  ssize_t ignored = write(STDERR_FILENO, k_msg, sizeof k_msg - 1);
+  (void)ignored;
+  _exit(1);
 }
 
 PairsSetup base_setup(const Options& o, const Identity& id) {
@@ -44,6 +52,13 @@ PairsSetup base_setup(const Options& o, const Identity& id) {
 }
 
 }  // namespace
+
+void arm_watchdog(unsigned seconds) {
+  struct sigaction sa {};
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, nullptr);
+  alarm(seconds);
+}
 
 std::string slurm_node_name(const std::string& host) {
   const char* name = std::getenv("SLURMD_NODENAME");
@@ -92,15 +107,15 @@ int pairs_coordinator(const Options& o, const Identity& id, const std::vector<He
     s.nodes.push_back(h.host);
     s.addresses.push_back(h.address);
   }
-  s.deadline = pairs_deadline(static_cast<std::uint32_t>(s.nodes.size()), o, s);
+  // Sized on the nodes that came, with the plan's rule (phase_plan.hpp).
+  const auto nodes = static_cast<std::uint32_t>(s.nodes.size());
+  s.deadline = pairs_deadline(pairs_step(o, nodes, !s.nccl_unavailable.has_value()));
   return run_pairs(s);
 }
 
-int pairs_agent(const Options& o, const Identity& id) {
-  if (id.scope == Scope::ranks && id.self.local_rank != 0) return 0;
+int pairs_agent(const Options& o, const Identity& id, const PhaseStep& step) {
   PairsSetup s = base_setup(o, id);
-  const auto nodes = id.self.nnodes ? *id.self.nnodes : id.self.world_size;
-  s.deadline = pairs_deadline(nodes, o, s);
+  s.deadline = pairs_deadline(step);
   return run_pairs(s);
 }
 

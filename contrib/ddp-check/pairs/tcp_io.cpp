@@ -312,11 +312,6 @@ int coordinate(int lfd, const PairsSetup& s) {
 
 }  // namespace
 
-double pairs_budget_s(std::uint32_t nodes, double seconds, std::uint32_t max_rounds, bool nccl) {
-  const auto rounds = static_cast<double>(pair_rounds(nodes, max_rounds).size());
-  return 12 + rounds * (2 * seconds + 3) + (nccl ? rounds * k_nccl_round_s : 0);
-}
-
 int run_pairs(const PairsSetup& setup) {
   if (!setup.coordinator) return agent(setup);
   // The listener is bound before any agent is told anything; agents retry until then.

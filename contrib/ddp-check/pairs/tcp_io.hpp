@@ -30,11 +30,6 @@ struct PairsSetup {
   std::chrono::steady_clock::time_point deadline;
 };
 
-// The time the phase may take for `nodes` nodes: the rounds, each two directions of
-// `seconds` plus the round trips and a margin, and the agents' registration; with `nccl`, the
-// NCCL send/recv rounds too.
-double pairs_budget_s(std::uint32_t nodes, double seconds, std::uint32_t max_rounds, bool nccl);
-
 // Runs this process's part: every node's agent, and on rank 0 the coordinator beside it.
 // Prints the tables and the verdicts (rank 0) and a suspect line per slow node; returns the
 // exit status: 0, or 1 when a node is slow (over TCP or NCCL) or the phase could not finish.
