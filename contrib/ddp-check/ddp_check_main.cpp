@@ -275,6 +275,7 @@ int nccl_phase_worker(Run& r) {
 
 // One phase of the plan.
 int run_phase(Run& r, const PhaseStep& step) {
+  // The pairs arm theirs as they set their deadline: rank 0 sizes it on the nodes that came.
   if (step.watchdog_s != 0 && step.phase != Phase::pairs) arm_watchdog(step.watchdog_s);
   const bool master = r.id.is_master();
   switch (step.phase) {
