@@ -1,6 +1,6 @@
-// ddp-check: proves the DDP fabric of a step in seconds. Gathers inputs, runs the session,
-// asks the pure core for the verdict, reports. Exit 0 healthy, 1 fault, 2 usage/environment.
-#include <signal.h>
+// ddp-check: proves the DDP fabric of a step in seconds. Gathers inputs, asks the pure core
+// for the phases to run (phase_plan.hpp), runs them in order, reports. Exit 0 healthy, 1 fault,
+// 2 usage/environment.
 #include <unistd.h>
 
 #include <cmath>
@@ -12,18 +12,19 @@
 #include <string_view>
 #include <vector>
 
-#include "ddp-check/admit.hpp"
-#include "ddp-check/bandwidth.hpp"
-#include "ddp-check/hello.hpp"
-#include "ddp-check/interfaces.hpp"
-#include "ddp-check/nccl_phase.hpp"
-#include "ddp-check/node_phases.hpp"
+#include "ddp-check/nccl/bandwidth.hpp"
+#include "ddp-check/nccl/nccl_io.hpp"
 #include "ddp-check/options.hpp"
-#include "ddp-check/report.hpp"
-#include "ddp-check/session.hpp"
-#include "ddp-check/suspects.hpp"
-#include "ddp-check/topology.hpp"
-#include "ddp-check/verify.hpp"
+#include "ddp-check/phase_plan.hpp"
+#include "ddp-check/phases_io.hpp"
+#include "ddp-check/rendezvous/admit.hpp"
+#include "ddp-check/rendezvous/hello.hpp"
+#include "ddp-check/rendezvous/report.hpp"
+#include "ddp-check/rendezvous/session_io.hpp"
+#include "ddp-check/rendezvous/suspects.hpp"
+#include "ddp-check/rendezvous/verify.hpp"
+#include "ddp-check/topology/hwloc_io.hpp"
+#include "ddp-check/topology/interfaces.hpp"
 #include "libddp/core/hostlist.hpp"
 #include "libddp/sys/system.hpp"
 #include "libddp/util/rules.hpp"
@@ -50,22 +51,6 @@ std::optional<std::string> getenv_lookup(std::string_view name) {
   const char* value = std::getenv(std::string(name).c_str());
   if (!value) return std::nullopt;
   return std::string(value);
-}
-
-// The last line of defence for the bound: name resolution and NCCL can block outside poll().
-void on_alarm(int) {
-  static constexpr char k_msg[] =
-      "ddp-check: FAILED: the check exceeded its deadline (blocked in name resolution or NCCL)\n";
-  ssize_t ignored = write(STDERR_FILENO, k_msg, sizeof k_msg - 1);
-  (void)ignored;
-  _exit(k_exit_fault);
-}
-
-void arm_watchdog(double timeout_s) {
-  struct sigaction sa {};
-  sa.sa_handler = on_alarm;
-  sigaction(SIGALRM, &sa, nullptr);
-  alarm(static_cast<unsigned>(std::ceil(timeout_s)) + 1);
 }
 
 void say(const std::string& line) {
@@ -134,23 +119,45 @@ void report_refusals(const Exchange& ex) {
   for (const auto& line : refusal_lines(ex)) say(line);
 }
 
+// What the phases of one run hand on to the next.
+struct Run {
+  Session& session;
+  const Identity& id;
+  const Options& o;
+  const PhasePlan& plan;
+  Clock::time_point start;
+  Clock::time_point deadline;
+  Exchange ex;                  // the rendezvous' outcome
+  std::set<std::string> nodes;  // rank 0: the nodes that came
+  bool finished = false;        // the verdict was final: no NCCL phase follows
+  int fabric_rc = 0;            // the fabric phase's outcome, reported when the rest passed
+
+  // A verdict broadcast's bound: k_verdict_send_s from now, never past the deadline.
+  Clock::time_point send_until() const {
+    return std::min(deadline,
+                    Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(plan.verdict_send_s)));
+  }
+};
+
 // Rank 0's NCCL phase: hands the unique id to the admitted ranks, all-reduces, judges.
-int nccl_master(Session& session, const Identity& id, const Options& o, std::size_t ranks,
-                std::size_t nodes, Clock::time_point deadline) {
-  const auto send_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+int nccl_master(Run& r) {
+  const Identity& id = r.id;
+  const Options& o = r.o;
   auto nccl_id = nccl_new_id();
   if (!nccl_id) {
-    session.broadcast({Verdict::Kind::fail, "rank 0: " + nccl_id.error().message}, send_until);
+    r.session.broadcast({Verdict::Kind::fail, "rank 0: " + nccl_id.error().message},
+                        r.send_until());
     say(who(id) + ": FAILED: " + nccl_id.error().message);
     return k_exit_fault;
   }
-  session.broadcast({Verdict::Kind::nccl, *nccl_id}, send_until);
+  r.session.broadcast({Verdict::Kind::nccl, *nccl_id}, r.send_until());
   auto timing = nccl_allreduce(*nccl_id, 0, static_cast<int>(id.self.world_size),
                                static_cast<int>(id.self.local_rank), o.nccl_bytes);
-  const auto final_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+  const auto final_until = r.send_until();
   if (!timing) {
-    session.broadcast({Verdict::Kind::fail, "NCCL phase on rank 0: " + timing.error().message},
-                      final_until);
+    r.session.broadcast({Verdict::Kind::fail, "NCCL phase on rank 0: " + timing.error().message},
+                        final_until);
     say(who(id) + ": FAILED: NCCL phase: " + timing.error().message);
     return k_exit_fault;
   }
@@ -165,12 +172,13 @@ int nccl_master(Session& session, const Identity& id, const Options& o, std::siz
     std::snprintf(text, sizeof text,
                   "NCCL all-reduce busbw %.2f GB/s is below the minimum %.2f GB/s", bw.busbw_gbps,
                   *o.nccl_min_busbw);
-    session.broadcast({Verdict::Kind::fail, text}, final_until);
+    r.session.broadcast({Verdict::Kind::fail, text}, final_until);
     say(std::string("FAULT: ") + text);
     return k_exit_fault;
   }
-  session.broadcast({Verdict::Kind::ok, {}}, final_until);
-  std::printf("ddp-check: OK: %zu ranks on %zu nodes, TCP and NCCL\n", ranks, nodes);
+  r.session.broadcast({Verdict::Kind::ok, {}}, final_until);
+  std::printf("ddp-check: OK: %zu ranks on %zu nodes, TCP and NCCL\n", r.ex.hellos.size(),
+              r.nodes.size());
   return k_exit_ok;
 }
 
@@ -185,73 +193,103 @@ void print_suspects(const std::vector<Hello>& hellos, const std::string& head) {
   std::fflush(stdout);
 }
 
-int run_master(Session& session, const Identity& id, const Options& o, Clock::time_point start,
-               Clock::time_point deadline) {
-  // Leave a quarter of the bound for the verdict to reach everyone before they give up.
-  const auto collect_until = start + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(o.timeout_s * 0.75));
-  Exchange ex = session.run(collect_until);
-  if (ex.local_fault) {
-    say(who(id) + ": FAILED: " + *ex.local_fault);
+// Rank 0's rendezvous: admits hellos for the plan's share of the bound, judges the world.
+int rendezvous_master(Run& r) {
+  const Identity& id = r.id;
+  r.ex = r.session.run(r.start + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(r.plan.collect_s)));
+  if (r.ex.local_fault) {
+    say(who(id) + ": FAILED: " + *r.ex.local_fault);
     return k_exit_fault;
   }
-  const WorldReport report = judge(ex, session.self(), id.scope);
-  std::set<std::string> nodes;
-  for (const auto& h : ex.hellos) nodes.insert(h.node_rank ? std::to_string(*h.node_rank) : h.host);
-  if (!ex.hellos.empty()) std::fputs(render_table(ex.hellos, id.scope).c_str(), stdout);
+  const WorldReport report = judge(r.ex, r.session.self(), id.scope);
+  for (const auto& h : r.ex.hellos)
+    r.nodes.insert(h.node_rank ? std::to_string(*h.node_rank) : h.host);
+  if (!r.ex.hellos.empty()) std::fputs(render_table(r.ex.hellos, id.scope).c_str(), stdout);
   std::fflush(stdout);
-  report_refusals(ex);
-  const auto send_until = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+  report_refusals(r.ex);
   if (!report.ok()) {
     for (const auto& f : report.faults) say("FAULT: " + f);
-    print_suspects(ex.hellos, slurm_node_name(id.self.host));
-    session.broadcast({Verdict::Kind::fail, summarize(report)}, send_until);
+    print_suspects(r.ex.hellos, slurm_node_name(id.self.host));
+    r.session.broadcast({Verdict::Kind::fail, summarize(report)}, r.send_until());
     say(failed_line(report, id));
     return k_exit_fault;
   }
-  std::printf("%s\n", ifname_advice(ex.hellos).c_str());
-  if (auto skip = nccl_skip_reason(o.nccl, id.scope, nccl_unavailable(), ex.hellos)) {
-    std::printf("NCCL phase skipped: %s\n", skip->c_str());
-    session.broadcast({Verdict::Kind::ok, {}}, send_until);
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    std::printf("%s\n", ok_line(ex.hellos.size(), id.scope, nodes.size(),
-                                id.master_addr + ":" + std::to_string(id.master_port), seconds)
-                            .c_str());
-    return o.pairs ? pairs_coordinator(o, id, ex.hellos) : k_exit_ok;
-  }
-  const int rc = nccl_master(session, id, o, ex.hellos.size(), nodes.size(), deadline);
-  return rc == k_exit_ok && o.pairs ? pairs_coordinator(o, id, ex.hellos) : rc;
+  std::printf("%s\n", ifname_advice(r.ex.hellos).c_str());
+  return k_exit_ok;
 }
 
-int run_worker(Session& session, const Identity& id, const Options& o) {
-  Exchange ex = session.run(Clock::time_point::max());
-  auto verdict_of = [&](const Exchange& e) -> int {
-    if (e.local_fault) {
-      say(who(id) + ": FAILED: " + *e.local_fault);
-      return k_exit_fault;
-    }
-    if (e.verdict->kind == Verdict::Kind::fail) {
-      say(who(id) + ": FAILED (verdict of rank 0): " + e.verdict->text);
-      return k_exit_fault;
-    }
+// Rank 0's NCCL phase, or its word that the phase is skipped and why.
+int nccl_phase_master(Run& r) {
+  const Identity& id = r.id;
+  if (auto skip = nccl_skip_reason(r.o.nccl, id.scope, nccl_unavailable(), r.ex.hellos)) {
+    std::printf("NCCL phase skipped: %s\n", skip->c_str());
+    r.session.broadcast({Verdict::Kind::ok, {}}, r.send_until());
+    const double seconds = std::chrono::duration<double>(Clock::now() - r.start).count();
+    std::printf("%s\n", ok_line(r.ex.hellos.size(), id.scope, r.nodes.size(),
+                                id.master_addr + ":" + std::to_string(id.master_port), seconds)
+                            .c_str());
     return k_exit_ok;
-  };
-  if (int rc = verdict_of(ex); rc != k_exit_ok || ex.verdict->kind == Verdict::Kind::ok) {
-    return rc == k_exit_ok && o.pairs ? pairs_agent(o, id) : rc;
   }
-  // Rank 0 asked for the NCCL phase.
-  auto timing = nccl_allreduce(ex.verdict->text, static_cast<int>(id.self.rank),
+  return nccl_master(r);
+}
+
+// A worker's reading of rank 0's verdict.
+int verdict_of(const Identity& id, const Exchange& e) {
+  if (e.local_fault) {
+    say(who(id) + ": FAILED: " + *e.local_fault);
+    return k_exit_fault;
+  }
+  if (e.verdict->kind == Verdict::Kind::fail) {
+    say(who(id) + ": FAILED (verdict of rank 0): " + e.verdict->text);
+    return k_exit_fault;
+  }
+  return k_exit_ok;
+}
+
+// Other ranks' rendezvous: hello, then rank 0's verdict (final, or a request for NCCL).
+int rendezvous_worker(Run& r) {
+  r.ex = r.session.run(Clock::time_point::max());
+  const int rc = verdict_of(r.id, r.ex);
+  r.finished = rc != k_exit_ok || r.ex.verdict->kind == Verdict::Kind::ok;
+  return rc;
+}
+
+// Other ranks' NCCL phase when rank 0 asked for it: all-reduce, then the final verdict.
+int nccl_phase_worker(Run& r) {
+  const Identity& id = r.id;
+  if (r.finished) return k_exit_ok;
+  auto timing = nccl_allreduce(r.ex.verdict->text, static_cast<int>(id.self.rank),
                                static_cast<int>(id.self.world_size),
-                               static_cast<int>(id.self.local_rank), o.nccl_bytes);
+                               static_cast<int>(id.self.local_rank), r.o.nccl_bytes);
   if (!timing) say(who(id) + ": NCCL phase: " + timing.error().message);
-  Exchange final_ex = session.await_verdict();
-  int rc = verdict_of(final_ex);
+  Exchange final_ex = r.session.await_verdict();
+  int rc = verdict_of(id, final_ex);
   if (rc == k_exit_ok && final_ex.verdict->kind != Verdict::Kind::ok) {
     say(who(id) + ": FAILED: unexpected second NCCL request from rank 0");
     return k_exit_fault;
   }
   if (!timing) return k_exit_fault;
-  return rc == k_exit_ok && o.pairs ? pairs_agent(o, id) : rc;
+  return rc;
+}
+
+// One phase of the plan.
+int run_phase(Run& r, const PhaseStep& step) {
+  // The pairs arm theirs as they set their deadline: rank 0 sizes it on the nodes that came.
+  if (step.watchdog_s != 0 && step.phase != Phase::pairs) arm_watchdog(step.watchdog_s);
+  const bool master = r.id.is_master();
+  switch (step.phase) {
+    case Phase::fabric:  // reported, and the check goes on
+      r.fabric_rc = check_fabric_here(r.o, slurm_node_name(r.id.self.host));
+      return k_exit_ok;
+    case Phase::rendezvous:
+      return master ? rendezvous_master(r) : rendezvous_worker(r);
+    case Phase::nccl:
+      return master ? nccl_phase_master(r) : nccl_phase_worker(r);
+    case Phase::pairs:
+      return master ? pairs_coordinator(r.o, r.id, r.ex.hellos) : pairs_agent(r.o, r.id, step);
+  }
+  return k_exit_fault;
 }
 
 }  // namespace
@@ -282,15 +320,19 @@ int main(int argc, char** argv) {
   identity->self.pid = static_cast<std::uint32_t>(getpid());
   identity->self.nccl_ready =
       options->nccl && identity->scope == Scope::ranks && !nccl_unavailable().has_value();
-  // Every node says whether its fabric is there (one process per node), and the check goes on.
-  const bool first_on_node = identity->scope == Scope::nodes || identity->self.local_rank == 0;
-  const int fabric_rc =
-      first_on_node ? check_fabric_here(*options, slurm_node_name(identity->self.host)) : 0;
-  arm_watchdog(options->timeout_s);
+  Role role;
+  role.master = identity->is_master();
+  role.first_on_node = identity->scope == Scope::nodes || identity->self.local_rank == 0;
+  role.nccl_here = options->nccl && !nccl_unavailable().has_value();
+  role.nodes = identity->self.nnodes ? *identity->self.nnodes : identity->self.world_size;
+  const PhasePlan plan = plan_phases(*options, role);
+
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options->timeout_s));
   Session session(*identity, auth_config(*options, getenv_lookup), deadline);
-  const int rc = identity->is_master() ? run_master(session, *identity, *options, start, deadline)
-                                       : run_worker(session, *identity, *options);
-  return rc != k_exit_ok ? rc : fabric_rc;
+  Run run{session, *identity, *options, plan, start, deadline, {}, {}};
+  for (const PhaseStep& step : plan.steps) {
+    if (const int rc = run_phase(run, step); rc != k_exit_ok) return rc;
+  }
+  return run.fabric_rc;
 }

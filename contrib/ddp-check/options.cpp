@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "ddp-check/admit.hpp"
-#include "ddp-check/fabric.hpp"
+#include "ddp-check/fabric/fabric.hpp"
+#include "ddp-check/rendezvous/admit.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::check {

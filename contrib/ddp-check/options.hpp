@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "ddp-check/hello.hpp"
+#include "ddp-check/rendezvous/hello.hpp"
 #include "libddp/util/result.hpp"
 
 namespace ddp::check {

@@ -3,6 +3,8 @@
 # should print, and each injected fault (unreachable MASTER_ADDR, duplicated RANK, missing rank)
 # is named within the bound. Also the plugin's derived tuning variables: socket_ifname=auto
 # (NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME) and OMP_NUM_THREADS.
+# Nodes without IPv6 (sysctl, and a stand-in for a kernel without it): the rendezvous and
+# --pairs work over IPv4 alone.
 #
 # DDP_CHECK_BIN names the ddp-check to run (ctest sets it to the build's binary); the nodes
 # share this machine's file system, so the build tree's path works on every node.
@@ -240,4 +242,40 @@ within_bound() {
   grep -qE '^ddp-check: OK: 6 ranks on 3 nodes reached node01:[0-9]+ in ' "$work/out"
   [ "$(allreduce_ranks 6 'node01:[0-9]+' <"$work/out")" = "0 1 2 3 4 5" ]
   rm -rf "$work"
+}
+
+netns() {
+  if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
+}
+
+# ipv6_off_on_nodes 1|0: turns IPv6 off (1) or on again (0) on every interface of the nodes.
+ipv6_off_on_nodes() {
+  local node
+  for node in node01 node02 node03; do
+    ip netns exec "$(netns "$node")" sysctl -qw net.ipv6.conf.all.disable_ipv6="$1" \
+      net.ipv6.conf.default.disable_ipv6="$1" net.ipv6.conf.lo.disable_ipv6="$1"
+  done
+}
+
+@test "nodes without IPv6: the rendezvous and --pairs listen and connect over IPv4 alone" {
+  [[ -f ${DDP_NO_IPV6:-} ]] ||
+    skip "DDP_NO_IPV6 is not set: ctest sets it to the build's libddp_no_ipv6.so"
+  # The stand-in for a kernel without IPv6 refuses IPv6 sockets as such a kernel does.
+  if command -v python3 >/dev/null; then
+    run env LD_PRELOAD="$DDP_NO_IPV6" python3 -c 'import socket; socket.socket(socket.AF_INET6)'
+    [ "$status" -ne 0 ]
+    [[ $output == *"Address family not supported by protocol"* ]]
+  fi
+  ipv6_off_on_nodes 1
+  run cl srun -N3 --ntasks-per-node=2 --ddp env LD_PRELOAD="$DDP_NO_IPV6" "$DDP_CHECK_BIN" \
+    --timeout 10 --pairs --pairs-seconds 0.2 --pairs-threshold 0.01
+  ipv6_off_on_nodes 0
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -qE '^ddp-check: OK: 6 ranks on 3 nodes reached ' <<<"$output"
+  grep -qx 'pairs: round 3 of 3 done' <<<"$output"
+  # Every pair measured: three figures in each node's row of the bandwidth table.
+  [ "$(grep -cE '^ +[0-2] node0[1-3]( +([0-9]+\.[0-9]+|-)){3} +[0-9]+\.[0-9]+$' <<<"$output")" -ge 3 ]
+  [ "$(grep -c 'cannot listen\|not measured\|did not join' <<<"$output")" -eq 0 ]
+  grep -qx 'ddp-check: pairs: OK' <<<"$output"
 }

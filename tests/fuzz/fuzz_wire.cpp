@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "ddp-check/admit.hpp"
-#include "ddp-check/hello.hpp"
-#include "ddp-check/pairs_protocol.hpp"
+#include "ddp-check/pairs/protocol.hpp"
+#include "ddp-check/rendezvous/admit.hpp"
+#include "ddp-check/rendezvous/hello.hpp"
 #include "libddp/util/text.hpp"
 
 namespace {

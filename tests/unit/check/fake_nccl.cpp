@@ -1,5 +1,5 @@
-// A stand-in for ddp-check's NCCL edge (nccl_phase.cpp, nccl_pairs.cpp), linked into
-// ddp-check-fake-nccl so that the cluster tests can drive the NCCL rounds of --pairs, their
+// A stand-in for ddp-check's NCCL edge (nccl/allreduce_io.cpp, nccl/sendrecv_io.cpp), linked
+// into ddp-check-fake-nccl so that the cluster tests can drive the NCCL rounds of --pairs, their
 // protocol, verdict and suspect lines, on machines without a GPU. It measures nothing:
 //   DDP_FAKE_NCCL_UNAVAILABLE  why this node cannot run NCCL (unset: it can)
 //   DDP_FAKE_NCCL_GBPS         this side's figure (default 20)
@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "ddp-check/bandwidth.hpp"
-#include "ddp-check/nccl_phase.hpp"
+#include "ddp-check/nccl/bandwidth.hpp"
+#include "ddp-check/nccl/nccl_io.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::check {

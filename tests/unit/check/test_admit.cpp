@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "ddp-check/admit.hpp"
+#include "ddp-check/rendezvous/admit.hpp"
 
 namespace ddp::check {
 namespace {

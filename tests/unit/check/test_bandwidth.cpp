@@ -1,7 +1,7 @@
 // nccl-tests' all-reduce bandwidth arithmetic and the NCCL id's hex form.
 #include <gtest/gtest.h>
 
-#include "ddp-check/bandwidth.hpp"
+#include "ddp-check/nccl/bandwidth.hpp"
 
 namespace ddp::check {
 namespace {

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ddp-check/fabric.hpp"
-#include "ddp-check/fabric_probe.hpp"
+#include "ddp-check/fabric/fabric.hpp"
+#include "ddp-check/fabric/probe_io.hpp"
 
 namespace ddp::check {
 namespace {

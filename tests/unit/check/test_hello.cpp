@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "ddp-check/hello.hpp"
+#include "ddp-check/rendezvous/hello.hpp"
 
 namespace ddp::check {
 namespace {

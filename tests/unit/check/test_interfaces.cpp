@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "ddp-check/interfaces.hpp"
+#include "ddp-check/topology/interfaces.hpp"
 #include "libddp/util/rules.hpp"
 
 namespace ddp::check {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "ddp-check/pairs.hpp"
+#include "ddp-check/pairs/pairs.hpp"
 
 namespace ddp::check {
 namespace {

@@ -2,7 +2,7 @@
 // the decision to run the NCCL pairs.
 #include <gtest/gtest.h>
 
-#include "ddp-check/pairs_protocol.hpp"
+#include "ddp-check/pairs/protocol.hpp"
 
 namespace ddp::check {
 namespace {

@@ -2,7 +2,7 @@
 // the NCCL phase is skipped and the OK line, decided by the core from plain values.
 #include <gtest/gtest.h>
 
-#include "ddp-check/report.hpp"
+#include "ddp-check/rendezvous/report.hpp"
 
 namespace ddp::check {
 namespace {

@@ -1,7 +1,7 @@
 // The step's nodes rank 0 heard nothing from.
 #include <gtest/gtest.h>
 
-#include "ddp-check/suspects.hpp"
+#include "ddp-check/rendezvous/suspects.hpp"
 
 namespace ddp::check {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ddp-check/topology.hpp"
+#include "ddp-check/topology/hwloc_io.hpp"
 
 namespace ddp::check {
 namespace {

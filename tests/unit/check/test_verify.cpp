@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "ddp-check/verify.hpp"
+#include "ddp-check/rendezvous/verify.hpp"
 
 namespace ddp::check {
 namespace {
