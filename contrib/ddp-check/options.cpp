@@ -184,7 +184,9 @@ std::string unknown_option(std::string_view arg, std::string_view near) {
   return message + "see --help)";
 }
 
-std::string missing_value(std::string_view name) { return std::string(name) + ": missing value"; }
+std::string missing_value(std::string_view name) {
+  return std::string(name) + ": missing value";
+}
 
 constexpr cli::Style k_style{.prefix = "",
                              .unknown = unknown_option,
@@ -194,7 +196,9 @@ constexpr cli::Style k_style{.prefix = "",
 
 }  // namespace
 
-std::span<const cli::Option<Options>> option_table() { return k_table; }
+std::span<const cli::Option<Options>> option_table() {
+  return k_table;
+}
 
 std::string usage() {
   return "usage: srun --ddp ddp-check [OPTIONS]          (every task is a rank)\n"

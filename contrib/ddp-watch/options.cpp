@@ -15,7 +15,9 @@ using ddp::text::quote;
 using Row = cli::Option<Options>;
 using Value = cli::Value;
 
-long whole(const Value& v) { return static_cast<long>(v.number); }
+long whole(const Value& v) {
+  return static_cast<long>(v.number);
+}
 
 // Every option, once: name, value, usage text, and where it goes. --dump-step and
 // --freeze-step are ddp-watch's own helper steps, never typed by a person.
@@ -90,7 +92,9 @@ std::string unknown_option(std::string_view arg, std::string_view near) {
          "; see ddp-watch --help";
 }
 
-std::string missing_value(std::string_view name) { return std::string(name) + " needs a value"; }
+std::string missing_value(std::string_view name) {
+  return std::string(name) + " needs a value";
+}
 
 constexpr cli::Style k_style{.prefix = "ddp-watch: ",
                              .unknown = unknown_option,
@@ -116,7 +120,9 @@ Result<Options> completed(Options o) {
 
 }  // namespace
 
-std::span<const cli::Option<Options>> option_table() { return k_table; }
+std::span<const cli::Option<Options>> option_table() {
+  return k_table;
+}
 
 Result<Options> parse_options(const std::vector<std::string>& args) {
   Options o;

@@ -177,7 +177,9 @@ mu::data requeue_data(const Plan& plan) {
 }
 
 // A tool's options as one string of words for the template.
-std::string joined(const std::vector<std::string>& list) { return ddp::text::join(list, " "); }
+std::string joined(const std::vector<std::string>& list) {
+  return ddp::text::join(list, " ");
+}
 
 mu::data watchdog_data(const Plan& plan) {
   const auto watch = training_watch(plan);

@@ -66,7 +66,6 @@ int main(int argc, char** argv) {
     ++differences;
   }
   if (differences > 0) return 1;
-  std::cout << program << ": man page and option table agree on " << table.size()
-            << " options\n";
+  std::cout << program << ": man page and option table agree on " << table.size() << " options\n";
   return 0;
 }

@@ -32,9 +32,9 @@ Result<Value> read_number(const Spec& s, std::string_view what, std::string_view
 
 Result<Value> read_choice(const Spec& s, std::string_view what, std::string_view text) {
   if (auto i = index_of(s.words, text)) return Value{.text = text, .number = *i};
-  return fail(bad_value(what, text,
-                        "unknown " + std::string(s.expect) + " (valid: " +
-                            text::join(s.words, ", ") + ")"));
+  return fail(bad_value(
+      what, text,
+      "unknown " + std::string(s.expect) + " (valid: " + text::join(s.words, ", ") + ")"));
 }
 
 Result<Value> read_text(const Spec& s, std::string_view what, std::string_view text) {

@@ -50,19 +50,19 @@ struct Value {
 
 // One option, without the setter (which depends on the program's Options type).
 struct Spec {
-  std::string_view name;             // "--timeout"
-  Kind kind = Kind::flag;            //
-  std::string_view arg = {};         // the value's name in the usage text: "SECONDS", "ib|efa"
-  std::string_view help = {};        // the usage text; '\n' starts a continuation line
-  std::string_view env = {};         // the variable read when the option is not given
-  std::uint64_t min = 0;             // number: the smallest
-  std::uint64_t max = 0;             // number: the largest; positive: the largest, 0 for none
+  std::string_view name;  // "--timeout"
+  Kind kind = Kind::flag;
+  std::string_view arg = {};   // the value's name in the usage text: "SECONDS", "ib|efa"
+  std::string_view help = {};  // the usage text; '\n' starts a continuation line
+  std::string_view env = {};   // the variable read when the option is not given
+  std::uint64_t min = 0;       // number: the smallest
+  std::uint64_t max = 0;       // number: the largest; positive: the largest, 0 for none
   std::span<const std::string_view> words = {};  // choice: the choices; number: words as well
   std::string_view expect = {};  // positive, share, text: what an error says was expected;
                                  // choice: the noun ("mode" in `unknown mode (valid: ...)`)
   Result<void> (*check)(std::string_view) = nullptr;  // text: validation; "NAME: " + message
-  std::string_view alias = {};       // a short name: "-h"
-  std::string_view usage_name = {};  // the usage's left column when not "NAME ARG"
+  std::string_view alias = {};                        // a short name: "-h"
+  std::string_view usage_name = {};                   // the usage's left column when not "NAME ARG"
   Shown shown = Shown::everywhere;
 };
 

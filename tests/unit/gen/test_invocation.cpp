@@ -187,9 +187,9 @@ Result<Plan> case_plan(const fs::path& dir) {
 
 Result<std::string> render_case(const Plan& p) {
   const fs::path templates = fs::path(DDP_SOURCE_DIR) / "templates";
-  return render(p, {"test", "job.yaml", "sbatch.sh.mustache",
-                    read(templates / "sbatch.sh.mustache"), "task-setup.sh",
-                    read(templates / "task-setup.sh")});
+  return render(p,
+                {"test", "job.yaml", "sbatch.sh.mustache", read(templates / "sbatch.sh.mustache"),
+                 "task-setup.sh", read(templates / "task-setup.sh")});
 }
 
 }  // namespace
@@ -236,16 +236,16 @@ TEST(Invocation, Words) {
                     .fabric = "ib",
                     .pairs = true,
                     .pairs_threshold = 0.25};
-  EXPECT_EQ(words(c), (std::vector<std::string>{"--timeout=\"${DDP_CHECK_TIMEOUT:-60}\"",
-                                                "--fabric=ib", "--pairs",
-                                                "--pairs-threshold=0.25"}));
+  EXPECT_EQ(words(c),
+            (std::vector<std::string>{"--timeout=\"${DDP_CHECK_TIMEOUT:-60}\"", "--fabric=ib",
+                                      "--pairs", "--pairs-threshold=0.25"}));
   WatchInvocation w;
   w.timeout = {.value = 60, .env = "DDP_CHECK_TIMEOUT", .plus = 30};
   w.heal = "$SLURM_SUBMIT_DIR/.ddp-heal.${SLURM_JOB_ID}";
   w.heal_max = 2;
   w.heal_no_exclude = true;
-  EXPECT_EQ(words(w), (std::vector<std::string>{
-                          "--timeout=\"$((${DDP_CHECK_TIMEOUT:-60} + 30))\"",
-                          "--heal=\"$SLURM_SUBMIT_DIR/.ddp-heal.${SLURM_JOB_ID}\"",
-                          "--heal-max=2", "--heal-no-exclude"}));
+  EXPECT_EQ(words(w),
+            (std::vector<std::string>{"--timeout=\"$((${DDP_CHECK_TIMEOUT:-60} + 30))\"",
+                                      "--heal=\"$SLURM_SUBMIT_DIR/.ddp-heal.${SLURM_JOB_ID}\"",
+                                      "--heal-max=2", "--heal-no-exclude"}));
 }

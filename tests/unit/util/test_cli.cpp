@@ -53,10 +53,7 @@ constexpr cli::Option<Opts> k_table[] = {
       .words = k_colors,
       .expect = "color"},
      [](Opts& o, const cli::Value& v) { o.color = v.number; }},
-    {{.name = "--name",
-      .kind = cli::Kind::text,
-      .env = "T_NAME",
-      .expect = "expected a name"},
+    {{.name = "--name", .kind = cli::Kind::text, .env = "T_NAME", .expect = "expected a name"},
      [](Opts& o, const cli::Value& v) { o.name = std::string(v.text); }},
     {{.name = "--file", .kind = cli::Kind::file},
      [](Opts& o, const cli::Value& v) { o.file = std::string(v.text); }},
@@ -72,7 +69,9 @@ constexpr cli::Option<Opts> k_table[] = {
 std::string unknown(std::string_view arg, std::string_view near) {
   return "unknown " + std::string(arg) + (near.empty() ? "" : " near " + std::string(near));
 }
-std::string missing(std::string_view name) { return std::string(name) + " needs a value"; }
+std::string missing(std::string_view name) {
+  return std::string(name) + " needs a value";
+}
 
 constexpr cli::Style k_style{.prefix = "t: ",
                              .unknown = unknown,
@@ -96,7 +95,8 @@ Parsed parse(std::vector<std::string_view> args, std::map<std::string, std::stri
   return p;
 }
 
-std::string error_of(std::vector<std::string_view> args, std::map<std::string, std::string> env = {}) {
+std::string error_of(std::vector<std::string_view> args,
+                     std::map<std::string, std::string> env = {}) {
   auto p = parse(std::move(args), std::move(env));
   return p.first ? "" : p.first.error().message;
 }
@@ -140,7 +140,8 @@ TEST(Cli, MessagesNameTheOptionAndValue) {
   EXPECT_EQ(error_of({"--count", "10"}),
             "t: --count \"10\": expected a whole number from 1 to 9 (or all)");
   EXPECT_EQ(error_of({"--share=1"}), "t: --share \"1\": expected a share");
-  EXPECT_EQ(error_of({"--color", "green"}), "t: --color \"green\": unknown color (valid: red, blue)");
+  EXPECT_EQ(error_of({"--color", "green"}),
+            "t: --color \"green\": unknown color (valid: red, blue)");
   EXPECT_EQ(error_of({"--name="}), "t: --name: expected a name");
   EXPECT_EQ(error_of({"--file", "--"}), "t: --file needs a file name");
   EXPECT_EQ(error_of({"--flag=1"}), "t: --flag takes no value");
