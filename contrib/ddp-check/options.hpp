@@ -10,12 +10,13 @@
 #include <string_view>
 
 #include "ddp-check/rendezvous/hello.hpp"
+#include "libddp/util/cli.hpp"
 #include "libddp/util/result.hpp"
 
 namespace ddp::check {
 
 // Looks up one environment variable; nullopt when unset.
-using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
+using EnvLookup = cli::EnvLookup;
 
 inline constexpr double k_default_timeout_s = 30;
 
@@ -24,7 +25,7 @@ inline constexpr double k_default_timeout_s = 30;
 // or fewer) still measure every pair.
 inline constexpr std::uint32_t k_default_pairs_rounds = 10;
 
-// Command-line options, defaults included.
+// Command-line options, defaults included; each has one row in option_table().
 struct Options {
   double timeout_s = k_default_timeout_s;   // --timeout, else DDP_CHECK_TIMEOUT
   std::optional<Scope> scope;               // --mode tasks|torchrun; else from the environment
@@ -47,10 +48,15 @@ struct Options {
   std::string sysfs_root = "/sys";        // --sysfs-root DIR: where the fabric is looked up
   bool help = false;
   bool version = false;
+  friend bool operator==(const Options&, const Options&) = default;
 };
 
-// Parses argv[1..] (`args`) with DDP_CHECK_TIMEOUT, DDP_CHECK_NCCL_MIN_BUSBW, DDP_CHECK_AUTH and
-// DDP_CHECK_MUNGE_SOCKET as fallbacks.
+// Every option: its value, its environment fallback (DDP_CHECK_TIMEOUT, DDP_CHECK_AUTH,
+// DDP_CHECK_MUNGE_SOCKET, DDP_CHECK_NCCL_MIN_BUSBW, DDP_CHECK_FABRIC, DDP_CHECK_NET_PLUGIN), its
+// usage text and its field. ddpgen's tests parse the command lines it renders with it.
+std::span<const cli::Option<Options>> option_table();
+
+// Parses argv[1..] (`args`) through option_table(), the environment fallbacks first.
 // Errors name the option and what it accepts.
 Result<Options> parse_options(std::span<const std::string_view> args, const EnvLookup& env);
 

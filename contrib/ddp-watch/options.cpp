@@ -4,7 +4,7 @@
 #include <array>
 #include <charconv>
 
-#include "libddp/util/seconds.hpp"
+#include "libddp/util/cli.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::watch {
@@ -12,24 +12,95 @@ namespace {
 
 using ddp::text::quote;
 
-constexpr std::array<std::string_view, 12> k_options = {
-    "--requeue-stalled", "--timeout",     "--startup", "--grace",
-    "--stacks",          "--heartbeat",   "--heal",    "--heal-max",
-    "--heal-no-exclude", "--keep-labels", "--help",    "--version"};
+using Row = cli::Option<Options>;
+using Value = cli::Value;
 
-// Reads the value of an option given as "--name=value" or "--name value".
-Result<std::string> value_of(const std::vector<std::string>& args, std::size_t& i,
-                             std::string_view name) {
-  const std::string& arg = args[i];
-  if (arg.size() > name.size() && arg[name.size()] == '=') return arg.substr(name.size() + 1);
-  if (i + 1 >= args.size()) return fail("ddp-watch: " + std::string(name) + " needs a value");
-  return args[++i];
+long whole(const Value& v) {
+  return static_cast<long>(v.number);
 }
 
-bool is(const std::string& arg, std::string_view name) {
-  return arg == name ||
-         (arg.starts_with(name) && arg.size() > name.size() && arg[name.size()] == '=');
+// Every option, once: name, value, usage text, and where it goes. --dump-step and
+// --freeze-step are ddp-watch's own helper steps, never typed by a person.
+constexpr Row k_table[] = {
+    {{.name = "--timeout",
+      .kind = cli::Kind::duration,
+      .arg = "DURATION",
+      .help = "no progress for this long is a stall: 90, 90s, 5m, 1h, 1h30m (required)"},
+     [](Options& o, const Value& v) { o.timeout_s = whole(v); }},
+    {{.name = "--startup",
+      .kind = cli::Kind::duration,
+      .arg = "DURATION",
+      .help = "allowance before the first output or heartbeat (default: the timeout);\n"
+              "Python imports and data loading may print nothing for minutes"},
+     [](Options& o, const Value& v) { o.startup_s = whole(v); }},
+    {{.name = "--grace",
+      .kind = cli::Kind::duration,
+      .arg = "DURATION",
+      .help = "time the tasks get to print their stacks before they are killed (20s)"},
+     [](Options& o, const Value& v) { o.grace_s = whole(v); }},
+    {{.name = "--stacks",
+      .kind = cli::Kind::file,
+      .arg = "FILE",
+      .help = "file for the full stacks (default ddp-watch-JOBID.stacks)"},
+     [](Options& o, const Value& v) { o.stacks = std::string(v.text); }},
+    {{.name = "--heartbeat",
+      .kind = cli::Kind::file,
+      .arg = "FILE",
+      .help = "a file the program touches; its path is exported as DDP_HEARTBEAT_FILE"},
+     [](Options& o, const Value& v) { o.heartbeat = std::string(v.text); }},
+    {{.name = "--requeue-stalled",
+      .kind = cli::Kind::number,
+      .arg = "MAX",
+      .help = "after a stall, requeue the job (scontrol requeue) while\n"
+              "SLURM_RESTART_COUNT is below MAX; the exit status stays 124",
+      .max = 1000},
+     [](Options& o, const Value& v) { o.requeue_max = whole(v); }},
+    {{.name = "--heal",
+      .kind = cli::Kind::file,
+      .arg = "FILE",
+      .help = "self-healing: when the step fails or stalls, exclude the nodes it names\n"
+              "(ddp-check's suspects, the culprit of a stall, SIGBUS, a node failure)\n"
+              "and requeue the job; FILE records the runs (see doc/users.md, heal:)"},
+     [](Options& o, const Value& v) { o.heal = std::string(v.text); }},
+    {{.name = "--heal-max",
+      .kind = cli::Kind::number,
+      .arg = "N",
+      .help = "requeues with --heal (3); a failure no node is blamed for gets one retry",
+      .max = 1000},
+     [](Options& o, const Value& v) { o.heal_max = whole(v); }},
+    {{.name = "--heal-no-exclude",
+      .help = "with --heal: requeue, but leave the named nodes in the job's reach"},
+     [](Options& o, const Value&) { o.heal_exclude = false; }},
+    {{.name = "--keep-labels",
+      .help = "keep srun's \"N: \" task labels in the forwarded output (COMMAND must\n"
+              "be srun itself for its output to be labelled and attributed to ranks)"},
+     [](Options& o, const Value&) { o.keep_labels = true; }},
+    {{.name = "--help", .help = "this text", .alias = "-h", .usage_name = "-h, --help"},
+     [](Options& o, const Value&) { o.help = true; }},
+    {{.name = "--version", .help = "the version"},
+     [](Options& o, const Value&) { o.version = true; }},
+    {{.name = "--dump-step", .kind = cli::Kind::text, .shown = cli::Shown::nowhere},
+     [](Options& o, const Value& v) { o.dump_step = std::string(v.text); }},
+    {{.name = "--freeze-step", .kind = cli::Kind::text, .shown = cli::Shown::nowhere},
+     [](Options& o, const Value& v) { o.freeze_step = std::string(v.text); }},
+};
+
+// `unknown option "--timeot" (did you mean --timeout?); see ddp-watch --help`.
+std::string unknown_option(std::string_view arg, std::string_view near) {
+  return "unknown option " + quote(arg) +
+         (near.empty() ? "" : " (did you mean " + std::string(near) + "?)") +
+         "; see ddp-watch --help";
 }
+
+std::string missing_value(std::string_view name) {
+  return std::string(name) + " needs a value";
+}
+
+constexpr cli::Style k_style{.prefix = "ddp-watch: ",
+                             .unknown = unknown_option,
+                             .missing = missing_value,
+                             .stop_at_operand = true,
+                             .usage_width = 21};
 
 // The options as a whole: what is required, what conflicts, the defaults that follow others.
 Result<Options> completed(Options o) {
@@ -49,56 +120,17 @@ Result<Options> completed(Options o) {
 
 }  // namespace
 
+std::span<const cli::Option<Options>> option_table() {
+  return k_table;
+}
+
 Result<Options> parse_options(const std::vector<std::string>& args) {
   Options o;
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (!a.starts_with("-")) break;
-    if (a == "-h" || a == "--help")
-      o.help = true;
-    else if (a == "--version")
-      o.version = true;
-    else if (a == "--keep-labels")
-      o.keep_labels = true;
-    else if (a == "--heal-no-exclude")
-      o.heal_exclude = false;
-    else if (is(a, "--timeout") || is(a, "--grace") || is(a, "--startup")) {
-      std::string name = a.substr(0, a.find('='));
-      auto text = value_of(args, i, name);
-      if (!text) return std::unexpected(text.error());
-      auto seconds = parse_seconds(*text, name);
-      if (!seconds) return fail("ddp-watch: " + seconds.error().message);
-      (name == "--timeout" ? o.timeout_s : name == "--grace" ? o.grace_s : o.startup_s) = *seconds;
-    } else if (is(a, "--requeue-stalled") || is(a, "--heal-max")) {
-      std::string name = a.substr(0, a.find('='));
-      auto text = value_of(args, i, name);
-      if (!text) return std::unexpected(text.error());
-      auto max = ddp::text::parse_unsigned(*text, 0, 1000, name);
-      if (!max) return fail("ddp-watch: " + max.error().message);
-      (name == "--heal-max" ? o.heal_max : o.requeue_max) = static_cast<long>(*max);
-    } else if (is(a, "--dump-step") || is(a, "--freeze-step")) {
-      std::string name = a.substr(0, a.find('='));
-      auto text = value_of(args, i, name);
-      if (!text) return std::unexpected(text.error());
-      (name == "--dump-step" ? o.dump_step : o.freeze_step) = *text;
-    } else if (is(a, "--stacks") || is(a, "--heartbeat") || is(a, "--heal")) {
-      std::string name = a.substr(0, a.find('='));
-      auto text = value_of(args, i, name);
-      if (!text) return std::unexpected(text.error());
-      if (text->empty() || *text == "--") return fail("ddp-watch: " + name + " needs a file name");
-      (name == "--stacks" ? o.stacks : name == "--heal" ? o.heal : o.heartbeat) = *text;
-    } else {
-      std::string near = ddp::text::did_you_mean(a.substr(0, a.find('=')), k_options);
-      return fail("ddp-watch: unknown option " + quote(a) +
-                  (near.empty() ? "" : " (did you mean " + near + "?)") + "; see ddp-watch --help");
-    }
-  }
-  o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  const std::vector<std::string_view> words(args.begin(), args.end());
+  const cli::EnvLookup no_env = [](std::string_view) { return std::optional<std::string>{}; };
+  auto first = cli::parse(option_table(), k_style, words, no_env, o);
+  if (!first) return std::unexpected(std::move(first.error()));
+  o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(*first), args.end());
   return completed(std::move(o));
 }
 
@@ -287,24 +319,7 @@ When COMMAND fails, a summary names the first failure apart from the ranks it to
 Otherwise ddp-watch exits with COMMAND's status.
 
 options:
-  --timeout DURATION   no progress for this long is a stall: 90, 90s, 5m, 1h, 1h30m (required)
-  --startup DURATION   allowance before the first output or heartbeat (default: the timeout);
-                       Python imports and data loading may print nothing for minutes
-  --grace DURATION     time the tasks get to print their stacks before they are killed (20s)
-  --stacks FILE        file for the full stacks (default ddp-watch-JOBID.stacks)
-  --heartbeat FILE     a file the program touches; its path is exported as DDP_HEARTBEAT_FILE
-  --requeue-stalled MAX  after a stall, requeue the job (scontrol requeue) while
-                       SLURM_RESTART_COUNT is below MAX; the exit status stays 124
-  --heal FILE          self-healing: when the step fails or stalls, exclude the nodes it names
-                       (ddp-check's suspects, the culprit of a stall, SIGBUS, a node failure)
-                       and requeue the job; FILE records the runs (see doc/users.md, heal:)
-  --heal-max N         requeues with --heal (3); a failure no node is blamed for gets one retry
-  --heal-no-exclude    with --heal: requeue, but leave the named nodes in the job's reach
-  --keep-labels        keep srun's "N: " task labels in the forwarded output (COMMAND must
-                       be srun itself for its output to be labelled and attributed to ranks)
-  -h, --help           this text
-  --version            the version
-)";
+)" + cli::usage(cli::specs(option_table()), k_style);
 }
 
 }  // namespace ddp::watch

@@ -1,10 +1,12 @@
 // ddp-watch's command line, parsed without touching the process.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "libddp/util/cli.hpp"
 #include "libddp/util/result.hpp"
 
 namespace ddp::watch {
@@ -14,6 +16,7 @@ inline constexpr int k_exit_stall = 124;
 // Exit status for a bad command line.
 inline constexpr int k_exit_usage = 2;
 
+// Each field but the command has one row in option_table().
 struct Options {
   long timeout_s = 0;        // no progress for this long is a stall (required)
   long startup_s = 0;        // allowance before the first sign of progress; 0 = timeout_s
@@ -30,7 +33,12 @@ struct Options {
   bool help = false;
   bool version = false;
   std::vector<std::string> command;
+  friend bool operator==(const Options&, const Options&) = default;
 };
+
+// Every option: its value, its usage text and its field. ddpgen's tests parse the command
+// lines it renders with it.
+std::span<const cli::Option<Options>> option_table();
 
 // Parses ddp-watch's arguments (without argv[0]); the command follows "--" or the first
 // argument that is not an option.

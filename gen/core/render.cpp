@@ -1,8 +1,8 @@
 #include "gen/core/render.hpp"
 
-#include <charconv>
 #include <kainjow/mustache.hpp>
 
+#include "gen/core/invocation.hpp"
 #include "gen/core/shell.hpp"
 #include "libddp/util/shell.hpp"
 #include "libddp/util/text.hpp"
@@ -176,28 +176,14 @@ mu::data requeue_data(const Plan& plan) {
   return out;
 }
 
-// ddp-watch's healing options: a number and a file named by $SLURM_JOB_ID (the same in every
-// run of the job, and this task's own in an array) in the submit directory, which the next
-// run's batch host sees too.
-std::string heal_args(const Heal& h) {
-  std::string args = "--heal=\"$SLURM_SUBMIT_DIR/.ddp-heal.${SLURM_JOB_ID}\" --heal-max=" +
-                     std::to_string(h.max_requeues);
-  if (!h.exclude) args += " --heal-no-exclude";
-  return args;
+// A tool's options as one string of words for the template.
+std::string joined(const std::vector<std::string>& list) {
+  return ddp::text::join(list, " ");
 }
 
-// ddp-watch's options: all numbers, and file names made of $SLURM_JOB_ID only. The stacks and
-// the heartbeat live in the job's working directory, which the batch host and every node see.
 mu::data watchdog_data(const Plan& plan) {
-  if (!plan.watchdog) return mu::data(false);
-  const Watchdog& w = *plan.watchdog;
-  std::string args = "--timeout=" + std::to_string(w.timeout);
-  if (w.startup > 0) args += " --startup=" + std::to_string(w.startup);
-  args += " --grace=" + std::to_string(w.grace);
-  args += " --stacks=\"ddp-watch-${SLURM_JOB_ID}.stacks\"";
-  if (w.heartbeat) args += " --heartbeat=\"ddp-heartbeat-${SLURM_JOB_ID}\"";
-  if (plan.heal) args += " " + heal_args(*plan.heal);
-  return mu::data("args", args);
+  const auto watch = training_watch(plan);
+  return watch ? mu::data("args", joined(words(*watch))) : mu::data(false);
 }
 
 // The header, the directives and the environment: everything before the launch.
@@ -248,28 +234,18 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("heal", plan.heal.has_value());
 }
 
-// `value` in the fewest digits that read back as the same double ("0.25").
-std::string shortest(double value) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  (void)ec;  // 32 chars always fit the shortest form of a double
-  return std::string(buf, end);
-}
-
-// The preflight step: ddp-check's options, each a checked number or a fixed word.
+// The preflight step: ddp-check's options, and ddp-watch's around it with heal.
 void set_preflight(mu::data& d, const Plan& plan) {
   d.set("preflight", plan.preflight.has_value());
   const Preflight p = plan.preflight.value_or(Preflight{});
   d.set("preflight_timeout", std::to_string(p.timeout));
   d.set("preflight_srun", words(plan.preflight_words));
-  d.set("preflight_heal", plan.heal ? mu::data("args", heal_args(*plan.heal)) : mu::data(false));
-  d.set("preflight_fabric", plan.fabric.empty() ? "" : " --fabric=" + plan.fabric);
-  mu::data pairs;
-  pairs.set("threshold", shortest(p.pairs_threshold.value_or(0.5)));
-  pairs.set("option", p.pairs_threshold
-                          ? " --pairs --pairs-threshold=" + shortest(*p.pairs_threshold)
-                          : std::string(" --pairs"));
-  d.set("preflight_pairs", optional_object(p.pairs, pairs));
+  const auto watch = preflight_watch(plan);
+  d.set("preflight_heal", watch ? mu::data("args", joined(words(*watch))) : mu::data(false));
+  const auto check = preflight_check(plan);
+  d.set("preflight_check", check ? joined(words(*check)) : std::string());
+  d.set("preflight_pairs",
+        optional_object(p.pairs, mu::data("threshold", shortest(p.pairs_threshold.value_or(0.5)))));
 }
 
 // The preflight and training steps.

@@ -1,0 +1,103 @@
+#include "gen/core/invocation.hpp"
+
+#include <charconv>
+
+#include "libddp/util/shell.hpp"
+
+namespace ddpgen {
+namespace {
+
+// The preflight's bound in ddp-watch --heal: ddp-check's own, plus time to start the step.
+constexpr long k_preflight_watch_margin = 30;
+
+// "--name=VALUE" with a literal value, quoted when it needs it.
+std::string literal(std::string_view name, std::string_view value) {
+  return std::string(name) + "=" + ddp::shell::quote(value);
+}
+
+// "--name="CODE"": ddpgen's own shell text, expanding when the script runs.
+std::string expanding(std::string_view name, std::string_view code) {
+  return std::string(name) + "=\"" + std::string(code) + "\"";
+}
+
+std::string seconds_word(std::string_view name, const RunSeconds& s) {
+  if (s.env.empty()) return literal(name, std::to_string(s.value + s.plus));
+  const std::string fallback = "${" + s.env + ":-" + std::to_string(s.value) + "}";
+  if (s.plus == 0) return expanding(name, fallback);
+  return expanding(name, "$((" + fallback + " + " + std::to_string(s.plus) + "))");
+}
+
+// ddp-watch's healing options: a number and a file named by $SLURM_JOB_ID (the same in every
+// run of the job, and this task's own in an array) in the submit directory, which the next
+// run's batch host sees too.
+void set_heal(WatchInvocation& w, const Heal& h) {
+  w.heal = "$SLURM_SUBMIT_DIR/.ddp-heal.${SLURM_JOB_ID}";
+  w.heal_max = h.max_requeues;
+  w.heal_no_exclude = !h.exclude;
+}
+
+}  // namespace
+
+std::optional<CheckInvocation> preflight_check(const Plan& plan) {
+  if (!plan.preflight) return std::nullopt;
+  const Preflight& p = *plan.preflight;
+  return CheckInvocation{.timeout = {.value = p.timeout, .env = "DDP_CHECK_TIMEOUT", .plus = 0},
+                         .fabric = plan.fabric,
+                         .pairs = p.pairs,
+                         .pairs_threshold = p.pairs ? p.pairs_threshold : std::nullopt};
+}
+
+std::optional<WatchInvocation> preflight_watch(const Plan& plan) {
+  if (!plan.preflight || !plan.heal) return std::nullopt;
+  WatchInvocation w;
+  w.timeout = {.value = plan.preflight->timeout,
+               .env = "DDP_CHECK_TIMEOUT",
+               .plus = k_preflight_watch_margin};
+  set_heal(w, *plan.heal);
+  return w;
+}
+
+// ddp-watch's options around training: numbers, and file names made of $SLURM_JOB_ID only. The
+// stacks and the heartbeat live in the job's working directory, which the batch host and every
+// node see.
+std::optional<WatchInvocation> training_watch(const Plan& plan) {
+  if (!plan.watchdog) return std::nullopt;
+  const Watchdog& d = *plan.watchdog;
+  WatchInvocation w;
+  w.timeout.value = d.timeout;
+  if (d.startup > 0) w.startup = d.startup;
+  w.grace = d.grace;
+  w.stacks = "ddp-watch-${SLURM_JOB_ID}.stacks";
+  if (d.heartbeat) w.heartbeat = "ddp-heartbeat-${SLURM_JOB_ID}";
+  if (plan.heal) set_heal(w, *plan.heal);
+  return w;
+}
+
+std::vector<std::string> words(const CheckInvocation& c) {
+  std::vector<std::string> out{seconds_word("--timeout", c.timeout)};
+  if (!c.fabric.empty()) out.push_back(literal("--fabric", c.fabric));
+  if (c.pairs) out.emplace_back("--pairs");
+  if (c.pairs_threshold) out.push_back(literal("--pairs-threshold", shortest(*c.pairs_threshold)));
+  return out;
+}
+
+std::vector<std::string> words(const WatchInvocation& w) {
+  std::vector<std::string> out{seconds_word("--timeout", w.timeout)};
+  if (w.startup) out.push_back(literal("--startup", std::to_string(*w.startup)));
+  if (w.grace) out.push_back(literal("--grace", std::to_string(*w.grace)));
+  if (w.stacks) out.push_back(expanding("--stacks", *w.stacks));
+  if (w.heartbeat) out.push_back(expanding("--heartbeat", *w.heartbeat));
+  if (w.heal) out.push_back(expanding("--heal", *w.heal));
+  if (w.heal_max) out.push_back(literal("--heal-max", std::to_string(*w.heal_max)));
+  if (w.heal_no_exclude) out.emplace_back("--heal-no-exclude");
+  return out;
+}
+
+std::string shortest(double value) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  (void)ec;  // 32 chars always fit the shortest form of a double
+  return std::string(buf, end);
+}
+
+}  // namespace ddpgen

@@ -1,0 +1,58 @@
+// ddp-check's and ddp-watch's command lines in the scripts ddpgen renders, as typed values:
+// built from the Plan, turned into words by one function each, and parsed back with the tools'
+// own option tables in a unit test (tests/unit/gen/test_invocation.cpp), so that ddpgen never
+// writes a flag the tools do not read.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gen/core/plan.hpp"
+
+namespace ddpgen {
+
+// Seconds on a rendered command line. With `env`, a variable that replaces `value` when the
+// script runs ("${DDP_CHECK_TIMEOUT:-60}"); `plus` is added to either
+// ("$((${DDP_CHECK_TIMEOUT:-60} + 30))").
+struct RunSeconds {
+  long value = 0;
+  std::string env;
+  long plus = 0;
+};
+
+// ddp-check in the preflight step.
+struct CheckInvocation {
+  RunSeconds timeout;                     // --timeout: DDP_CHECK_TIMEOUT, else preflight.timeout
+  std::string fabric;                     // --fabric: the profile's fabric; empty for none
+  bool pairs = false;                     // --pairs
+  std::optional<double> pairs_threshold;  // --pairs-threshold; empty: ddp-check's own
+};
+
+// ddp-watch around the preflight or the training step. The file names are ddpgen's own shell
+// text, named by $SLURM_JOB_ID, written in double quotes.
+struct WatchInvocation {
+  RunSeconds timeout;                    // --timeout
+  std::optional<long> startup;           // --startup
+  std::optional<long> grace;             // --grace
+  std::optional<std::string> stacks;     // --stacks
+  std::optional<std::string> heartbeat;  // --heartbeat
+  std::optional<std::string> heal;       // --heal: the record of the job's runs
+  std::optional<long> heal_max;          // --heal-max
+  bool heal_no_exclude = false;          // --heal-no-exclude
+};
+
+// What ddp-check and ddp-watch get in the script of `plan`; nothing where it has no such step.
+std::optional<CheckInvocation> preflight_check(const Plan& plan);
+std::optional<WatchInvocation> preflight_watch(const Plan& plan);  // heal: around the preflight
+std::optional<WatchInvocation> training_watch(const Plan& plan);
+
+// The options as shell words ("--timeout=60", "--fabric=ib"): literal values through
+// ddp::shell::quote, ddpgen's shell text in double quotes.
+std::vector<std::string> words(const CheckInvocation& check);
+std::vector<std::string> words(const WatchInvocation& watch);
+
+// `value` in the fewest digits that read back as the same double ("0.25").
+std::string shortest(double value);
+
+}  // namespace ddpgen
