@@ -146,6 +146,28 @@ node03 1 5 node01 6 2 2 3"
   grep -E '^rank=0 .* host=node01 ' <<<"$output"
 }
 
+# A script ddpgen renders for this cluster as if the plugin were not installed (the local
+# profile with ddp_plugin: false), submitted with sbatch: the srun launcher, 3 nodes x 2 ranks.
+@test "ddpgen's script without the plugin trains on the topology site, not waiting on rank 0" {
+  skip_unless_cluster
+  need_torch
+  need_ddpgen
+  local work=$BATS_TEST_TMPDIR/job examples=$REPO/contrib/examples
+  mkdir -p "$work"
+  chmod 755 "$BATS_TEST_TMPDIR" "$work"
+  sed 's/^ddp_plugin: true$/ddp_plugin: false/' "$REPO/site-profiles/local.yaml" >"$work/profile.yaml"
+  "$DDPGEN" --profile "$work/profile.yaml" "$examples/autoencoder-srun.yaml" -o "$work/job.slurm" \
+    --set "script=$examples/autoencoder.py" --set 'args=[--epochs, "2"]' \
+    --set "checkpoint.dir=$work/ckpt" --set "output=$work/job-%j.out"
+  grep -q '^  bash -c "$ddpgen_task_setup"' "$work/job.slurm"
+  run ! grep -qE '^srun .*--ddp' "$work/job.slurm"
+  id=$(cd "$work" && cl env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    sbatch --parsable job.slurm)
+  wait_job "$id" 200 || { cat "$work/job-$id.out"; return 1; }
+  grep -q '^start world 6 backend gloo device cpu ' "$work/job-$id.out"
+  grep -q '^weights identical on 6 ranks$' "$work/job-$id.out"
+}
+
 # Last: it leaves the cluster a topology/block site, which teardown_file replaces.
 @test "topology/block (Slurm 23.11 and later): an uneven step still has RANK 0 on node01" {
   if "$CLUSTER" run scontrol --version | grep -qE ' (1[0-9]|2[0-2]|23\.0[0-9])\.'; then
