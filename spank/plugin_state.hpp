@@ -1,8 +1,10 @@
 // What the plugin remembers between callbacks of one Slurm process (srun, sbatch, slurmstepd).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "libddp/core/config.hpp"
 #include "libddp/core/envfile.hpp"
@@ -31,6 +33,7 @@ struct PluginState {
   bool verbose = false;                     // srun -v: explain the choice on the task's stderr
   std::string node;                         // this node's name in the step
   StepPlan plan;                            // computed once per node in user_init
+  std::vector<std::uint32_t> global_ids;    // Slurm's task ids on this node, by local id
   HeadAddress address;                      // MASTER_ADDR and where it came from
   EnvList site_env;                         // from config.env_file
   EnvList socket_env;      // socket_ifname=auto: NCCL/GLOO_SOCKET_IFNAME of this node

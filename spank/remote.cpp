@@ -238,8 +238,8 @@ std::optional<Refusal> decide_this_node(spank_t sp, PluginState& state) {
 
   if (auto window = check_port_window(config.port_range, sys::ephemeral_range()); !window)
     return here(window.error().message);
-  const std::vector<std::uint32_t> ids = local_global_ids(sp, in->local_ntasks);
-  if (auto placed = check_rank0_placement(state.mode, in->node_id, ids); !placed)
+  state.global_ids = local_global_ids(sp, in->local_ntasks);
+  if (auto placed = check_rank0_placement(*layout, state.global_ids); !placed)
     return here(placed.error().message);
   auto address = decide_head_address(gather_head(sp, config, nodes->at(0)), config.address);
   if (!address) return here(address.error().message);
@@ -373,8 +373,9 @@ int remote_task_init(spank_t sp) {
     end_task();
   }
   if (state.verbose && *local_id == 0) {
-    const std::string line =
+    std::string line =
         explain_choice(state.node, state.address, state.plan, state.config.port_range) + "\n";
+    if (auto ranks = explain_ranks(state.node, state.plan, state.global_ids)) line += *ranks + "\n";
     (void)!::write(STDERR_FILENO, line.data(), line.size());  // the task's stderr, shown by srun
   }
   TaskInputs task{*global_id, static_cast<std::uint32_t>(*local_id)};

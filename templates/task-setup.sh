@@ -14,6 +14,11 @@
 #   MASTER_PORT: $DDP_MASTER_PORT if set, else the first port Slurm reserved (srun --resv-ports),
 #     else PORT_FIRST + (job id + 8 x step id) mod PORT_SIZE: the same on every node, different
 #     for concurrent steps of one job, and below the Linux ephemeral port range.
+#   RANK: the tasks of the nodes before this one in the node list ($SLURM_STEP_TASKS_PER_NODE,
+#     "2(x3),1"), plus $SLURM_LOCALID, as the --ddp plugin numbers them: RANK 0 is on the first
+#     node, MASTER_ADDR, whatever order Slurm numbered its tasks in ($SLURM_PROCID follows the
+#     topology from Slurm 26.05 on a site with a topology plugin, and may put task 0 elsewhere).
+#     Under block distribution in node-list order RANK equals $SLURM_PROCID.
 # This file holds no single quote: it is written between single quotes.
 set -e
 ddpgen_mode=$1 ddpgen_nproc=$2 ddpgen_port_first=$3 ddpgen_port_size=$4
@@ -50,11 +55,30 @@ NNODES=${SLURM_STEP_NUM_NODES:-$SLURM_NNODES}
 NODE_RANK=$SLURM_NODEID
 export MASTER_ADDR MASTER_PORT NNODES NODE_RANK GROUP_RANK=$SLURM_NODEID
 if [ "$ddpgen_mode" = tasks ]; then
-  export WORLD_SIZE=${SLURM_STEP_NUM_TASKS:-$SLURM_NTASKS} RANK=$SLURM_PROCID
+  ddpgen_counts=${SLURM_STEP_TASKS_PER_NODE:-$SLURM_TASKS_PER_NODE} ddpgen_node=0
+  RANK=$SLURM_LOCALID
+  for ddpgen_entry in ${ddpgen_counts//,/ }; do
+    ddpgen_count=${ddpgen_entry%%"(x"*} ddpgen_times=1
+    case $ddpgen_entry in
+      *"(x"*")") ddpgen_times=${ddpgen_entry#*"(x"} ddpgen_times=${ddpgen_times%")"} ;;
+    esac
+    case $ddpgen_count,$ddpgen_times in ,* | *, | *[!0-9,]*) RANK=; break ;; esac
+    if [ $((ddpgen_node + ddpgen_times)) -gt "$SLURM_NODEID" ]; then
+      RANK=$((RANK + ddpgen_count * (SLURM_NODEID - ddpgen_node))) ddpgen_node=$((SLURM_NODEID + 1))
+      break
+    fi
+    RANK=$((RANK + ddpgen_count * ddpgen_times)) ddpgen_node=$((ddpgen_node + ddpgen_times))
+  done
+  if [ -z "$RANK" ] || [ "$ddpgen_node" -le "$SLURM_NODEID" ]; then
+    echo "ddpgen: cannot number the ranks by node from SLURM_STEP_TASKS_PER_NODE=\"$ddpgen_counts\" and SLURM_NODEID=$SLURM_NODEID; not training" >&2
+    exit 1
+  fi
+  export WORLD_SIZE=${SLURM_STEP_NUM_TASKS:-$SLURM_NTASKS} RANK
   export LOCAL_RANK=$SLURM_LOCALID LOCAL_WORLD_SIZE=$ddpgen_nproc
 else
   export NPROC_PER_NODE=$ddpgen_nproc WORLD_SIZE=$((NNODES * ddpgen_nproc))
   export PET_NNODES=$NNODES PET_NODE_RANK=$NODE_RANK PET_NPROC_PER_NODE=$NPROC_PER_NODE
   export PET_MASTER_ADDR=$MASTER_ADDR PET_MASTER_PORT=$MASTER_PORT
 fi
-unset ddpgen_mode ddpgen_nproc ddpgen_port_first ddpgen_port_size nodes rest part
+unset ddpgen_mode ddpgen_nproc ddpgen_port_first ddpgen_port_size nodes rest part ddpgen_counts \
+  ddpgen_node ddpgen_entry ddpgen_count ddpgen_times

@@ -63,10 +63,11 @@ fi
 # and refusals, ddp-check, the end-to-end training with both launchers, requeue: the notice,
 # arrays, the restart cap, a crashed run), Apptainer around the tasks (only unstable's userland
 # ships it: the others skip it, saying so), healing (scontrol's ExcNodeList and requeue, srun's
-# reports of failed tasks), and every unit and golden test but the 10,000-node
+# reports of failed tasks), a topology site (26.05 numbers tasks in topology order), and every
+# unit and golden test but the 10,000-node
 # simulation, which is arithmetic of the core alone and runs on this machine's build and under
 # the sanitizers.
-release_suites=${DDP_RELEASE_SUITES:-plugin check e2e requeue apptainer heal}
+release_suites=${DDP_RELEASE_SUITES:-plugin check e2e requeue apptainer heal topology}
 if [[ $release_suites == all ]]; then
   release_unit_filter=() release_cluster_filter=(-L cluster)
 else

@@ -114,7 +114,16 @@ void add_command(Plan& plan, const Job& job, const Profile& profile) {
       set_accelerate(plan, job);
       break;
     case Launcher::srun:
+      for (const auto& word : python) cmd.push_back({"", word});
+      break;
     case Launcher::lightning:
+      // Lightning's SLURM environment takes its global rank from SLURM_PROCID and its address
+      // from MASTER_ADDR. Slurm 26.05 numbers tasks in topology order when a topology plugin is
+      // configured, so SLURM_PROCID 0 may run on another node than MASTER_ADDR (the list's
+      // first); RANK, from --ddp or the setup, is numbered along the list. The training
+      // process gets SLURM_PROCID=RANK (the same value under block distribution in list order).
+      plan.wrapped = true;
+      plan.wrapper_exec = "SLURM_PROCID=$RANK; exec \"$@\"";
       for (const auto& word : python) cmd.push_back({"", word});
       break;
     case Launcher::none:

@@ -2,8 +2,8 @@
 # The embedded test cluster: a real Debian Slurm (slurmctld + 3 slurmd, munge) on this one
 # machine, each daemon a host of its own in a network namespace.
 #
-#   cluster.sh up [--nodes N] [--slurm RELEASE] [--site NAME] [--plugin PATH/spank_ddp.so]
-#                 [--plugstack-args "k=v ..."] [--timeout SECS]
+#   cluster.sh up [--nodes N] [--slurm RELEASE] [--site NAME] [--topology tree|block]
+#                 [--plugin PATH/spank_ddp.so] [--plugstack-args "k=v ..."] [--timeout SECS]
 #   cluster.sh down                      stop everything `up` started; safe to run twice
 #   cluster.sh status                    namespaces, daemons, sinfo; exit 1 when not up
 #   cluster.sh run CMD...                run CMD on the login host (srun, sbatch, salloc, ...)
@@ -42,6 +42,13 @@
 # bin/ (stub container runtimes). `run` then gives commands that site's login environment: bin/
 # first on a plain system PATH, MODULEPATH, and BASH_ENV set to Lmod's init so that batch
 # scripts have `module`. Nothing of it is installed outside STATE. Sites: ls tests/cluster/sites.
+#
+# --topology tree|block makes the plain cluster a site with a topology plugin: select/cons_tres
+# (which topology/tree requires), TopologyPlugin=topology/KIND and a topology.conf whose order
+# contradicts the node names: the last node alone on the first switch (block), the others on the
+# second. Slurm 26.05 numbers a step's tasks in that order by default (task 0 on the last node
+# of SLURM_STEP_NODELIST, "Add topology-aware task distribution for steps"); earlier releases
+# keep the order of the names. topology/block needs Slurm 23.11 or later.
 #
 # --slurm RELEASE (22.05, 24.11, 26.05) runs that Slurm release: munged, slurmctld, the slurmds,
 # their slurmstepds, the job tasks and every `run` command come from the Debian userland that
@@ -89,6 +96,7 @@ site_dir=$k_state/site            # the emulated site's stubs and modulefiles (u
 release_file=$k_state/slurm-release   # "RELEASE ROOT" of up --slurm; absent: this machine's Slurm
 user_env_file=$k_state/user.env       # VAR=VALUE lines `run` adds: the userland's login profile
 nodes_file=$k_state/nodes             # the number of nodes of `up --nodes`
+topology_file=$k_state/topology       # the KIND of `up --topology`; absent: no topology plugin
 
 die() { printf 'cluster.sh: error: %s\n' "$*" >&2; exit 1; }
 say() { printf 'cluster.sh: %s\n' "$*" >&2; }
@@ -281,7 +289,7 @@ neigh_apply() {
 }
 
 write_config() {
-  local site=$1
+  local site=$1 topology=$2
   mkdir -p "$etc" "$log" "$run_dir" "$lib" "$k_state/spool/ctld"
   {
     echo "127.0.0.1 localhost"
@@ -351,16 +359,45 @@ EOF
     install_site "$site"
     return
   fi
-  cat >>"$conf" <<EOF
+  if [[ -n $topology ]]; then
+    write_topology "$topology"
+  else
+    cat >>"$conf" <<EOF
 # Whole nodes, as on most GPU clusters: the tasks of -N3 -n6 spread 2/2/2 (cons_tres would pack
 # them 4/1/1 onto the first node), and a job owns all CPUs of its nodes, so its steps can run
 # side by side. OverSubscribe=FORCE:4 below lets up to 4 jobs share a node at once.
 SelectType=select/linear
 EOF
+  fi
   {
     node_lines
     echo "PartitionName=debug Nodes=$(node_range 0 $((${#k_nodes[@]} - 1))) Default=YES MaxTime=INFINITE OverSubscribe=FORCE:4 State=UP"
   } >>"$conf"
+}
+
+# up --topology KIND: topology/KIND and its topology.conf (beside slurm.conf, where every daemon
+# looks), listing the last node first. A topology plugin needs select/cons_tres; tests give
+# their steps --ntasks-per-node, which cons_tres would otherwise pack onto the first node.
+write_topology() {
+  local kind=$1 last=$((${#k_nodes[@]} - 1))
+  ((last >= 1)) || die "up: --topology needs at least 2 nodes (a switch order to contradict)"
+  local lone=${k_nodes[$last]} rest
+  rest=$(node_range 0 $((last - 1)))
+  cat >>"$conf" <<EOF
+# up --topology $kind: $lone comes first in topology.conf, before $rest.
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+TopologyPlugin=topology/$kind
+EOF
+  case $kind in
+    tree)
+      printf '%s\n' "# Leaf switches in this order; Slurm ranks nodes by it." \
+        "SwitchName=s0 Nodes=$lone" "SwitchName=s1 Nodes=$rest" \
+        "SwitchName=top Switches=s[0-1]" >"$etc/topology.conf" ;;
+    block)
+      printf '%s\n' "# Blocks in this order; Slurm ranks nodes by it." \
+        "BlockName=b0 Nodes=$lone" "BlockName=b1 Nodes=$rest" "BlockSizes=1" >"$etc/topology.conf" ;;
+  esac
 }
 
 # The names of nodes FIRST..LAST (indices into k_nodes) as one Slurm hostlist: node[01-03].
@@ -616,7 +653,7 @@ all_nodes_idle() {
 }
 
 cmd_up() {
-  local plugin="" args="" timeout="" site="" release="" nodes=3
+  local plugin="" args="" timeout="" site="" release="" nodes=3 topology=""
   while (($#)); do
     case $1 in
       --nodes) nodes=${2:?--nodes needs a number}; shift 2 ;;
@@ -630,9 +667,17 @@ cmd_up() {
       --site=*) site=${1#*=}; shift ;;
       --slurm) release=${2:?--slurm needs a release}; shift 2 ;;
       --slurm=*) release=${1#*=}; shift ;;
-      *) die "up: unknown argument '$1' (valid: --nodes N, --slurm RELEASE, --site NAME, --plugin PATH, --plugstack-args \"k=v ...\", --timeout SECS)" ;;
+      --topology) topology=${2:?--topology needs tree or block}; shift 2 ;;
+      --topology=*) topology=${1#*=}; shift ;;
+      *) die "up: unknown argument '$1' (valid: --nodes N, --slurm RELEASE, --site NAME, --topology tree|block, --plugin PATH, --plugstack-args \"k=v ...\", --timeout SECS)" ;;
     esac
   done
+  case $topology in
+    "" | tree | block) ;;
+    *) die "up: --topology $topology: expected tree or block" ;;
+  esac
+  [[ -z $site || -z $topology ]] ||
+    die "up: --topology with --site $site: a site's slurm.conf chooses its own plugins"
   if ! [[ $nodes =~ ^[1-9][0-9]*$ ]] || ((nodes > k_max_nodes)); then
     die "up: --nodes $nodes: expected a number of nodes from 1 to $k_max_nodes"
   fi
@@ -657,7 +702,7 @@ cmd_up() {
   # Start from nothing, but remove only what this script creates: DDP_CLUSTER_DIR may be a
   # directory that holds other things.
   rm -rf "${k_state:?}"/{etc,log,run,munge,lib,spool,site,dev} "$release_file" "$user_env_file" \
-    "$nodes_file"
+    "$nodes_file" "$topology_file"
   mkdir -p "$k_state"
   if [[ -n $release ]]; then
     root=$("$k_userland" ensure "$release") || die "up: --slurm $release: no userland for it (above)"
@@ -666,8 +711,12 @@ cmd_up() {
   fi
   set_nodes "$nodes"
   echo "$nodes" >"$nodes_file"
+  if [[ $topology == block ]] && in_userland slurmctld -V | grep -qE '^slurm(-wlm)? (1[0-9]|2[0-2]|23\.0[0-9])\.'; then
+    die "up: --topology block: $(in_userland slurmctld -V) has no topology/block (23.11 and later)"
+  fi
+  [[ -z $topology ]] || echo "$topology" >"$topology_file"
   write_user_env
-  write_config "$site"
+  write_config "$site" "$topology"
   printf '%s' "$args" >"$etc/plugstack.args"
   if [[ -n $plugin ]]; then cmd_install_plugin "$plugin"; else write_plugstack; fi
   local node
@@ -685,7 +734,7 @@ cmd_up() {
   done
   wait_for "all $nodes nodes idle in sinfo" "$timeout" all_nodes_idle
   say "up in $((SECONDS - started))s: $(node_range 0 $((nodes - 1))) idle; slurm: $(
-    in_userland slurmctld -V); site: ${site:-none (plain)}; plugin: $(
+    in_userland slurmctld -V); site: ${site:-none (plain)}${topology:+, topology/$topology}; plugin: $(
     [[ -e $plugin_so ]] && echo "$plugin_so ${args}" || echo none); state: $k_state"
 }
 

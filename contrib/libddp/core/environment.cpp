@@ -66,17 +66,23 @@ Result<void> check_counts(const NodeInputs& in, std::size_t nnodes) {
   return {};
 }
 
+// What the step's layout tells this node beyond its own task count.
+struct LayoutFacts {
+  std::uint32_t most_ntasks = 0;            // the task count of the step's busiest node
+  std::optional<std::uint32_t> first_rank;  // tasks on the nodes listed before this one
+};
+
 // SLURM_STEP_TASKS_PER_NODE must agree with the node list and this node's count; torchrun mode
-// refuses a node with more than one task (it would start several launchers there). Returns the
-// task count of the step's busiest node (this node's when Slurm does not list them).
-Result<std::uint32_t> check_layout(const NodeInputs& in, const Hostlist& nodes) {
+// refuses a node with more than one task (it would start several launchers there). Without the
+// list, the busiest node is taken to be this one and the first rank is unknown.
+Result<LayoutFacts> check_layout(const NodeInputs& in, const Hostlist& nodes) {
   const std::size_t nnodes = nodes.size();
   if (in.tasks_per_node.empty()) {
-    if (in.mode != Mode::torchrun) return in.local_ntasks;
-    if (in.local_ntasks > 1)
+    if (in.mode == Mode::torchrun && in.local_ntasks > 1)
       return crowded(in.local_ntasks, "node " + node_name(nodes, in.node_id));
-    if (in.ntasks > nnodes) return crowded(in.ntasks, text::decimal(nnodes) + " nodes");
-    return in.local_ntasks;
+    if (in.mode == Mode::torchrun && in.ntasks > nnodes)
+      return crowded(in.ntasks, text::decimal(nnodes) + " nodes");
+    return LayoutFacts{in.local_ntasks, std::nullopt};
   }
   auto layout = summarize_tasks_per_node(in.tasks_per_node, in.node_id);
   if (!layout) return prefixed("SLURM_STEP_TASKS_PER_NODE", layout.error());
@@ -96,7 +102,8 @@ Result<std::uint32_t> check_layout(const NodeInputs& in, const Hostlist& nodes) 
     const unsigned tasks = counts ? (*counts)[layout->first_crowded] : 0;
     return crowded(tasks, "node " + node_name(nodes, layout->first_crowded));
   }
-  return layout->most;  // at most the step's task count, which fits in 32 bits
+  // Both at most the step's task count, which fits in 32 bits.
+  return LayoutFacts{layout->most, static_cast<std::uint32_t>(layout->before)};
 }
 
 }  // namespace
@@ -126,8 +133,8 @@ Result<StepPlan> plan_step(const NodeInputs& in, const Hostlist& nodes,
                            std::string_view master_addr, PortRange port_window) {
   if (master_addr.empty()) return fail("no master address for the step (empty MASTER_ADDR)");
   if (auto counts = check_counts(in, nodes.size()); !counts) return std::unexpected(counts.error());
-  auto most_ntasks = check_layout(in, nodes);
-  if (!most_ntasks) return std::unexpected(std::move(most_ntasks.error()));
+  auto layout = check_layout(in, nodes);
+  if (!layout) return std::unexpected(std::move(layout.error()));
 
   PortInputs port_inputs;
   port_inputs.user_override = in.user_port;
@@ -148,13 +155,22 @@ Result<StepPlan> plan_step(const NodeInputs& in, const Hostlist& nodes,
   plan.ntasks = in.ntasks;
   plan.node_rank = in.node_id;
   plan.local_ntasks = in.local_ntasks;
-  plan.most_ntasks = *most_ntasks;
+  plan.most_ntasks = layout->most_ntasks;
+  plan.first_rank = layout->first_rank;
   if (in.mode == Mode::torchrun) {
     auto nproc = nproc_per_node(in);
     if (!nproc) return std::unexpected(std::move(nproc.error()));
     plan.nproc_per_node = *nproc;
   }
   return plan;
+}
+
+std::uint32_t task_rank(const StepPlan& plan, const TaskInputs& task) {
+  // Slurm's task ids follow its layout (tasks and step nodes in topology order by default from
+  // Slurm 26.05 with a topology plugin), which no node can see beyond its own tasks; the node
+  // list and the counts per node are the same on every node, so a rank derived from them puts
+  // RANK 0 on the first node everywhere without the nodes talking to each other.
+  return plan.first_rank ? *plan.first_rank + task.local_id : task.global_id;
 }
 
 EnvList task_environment(const StepPlan& plan, const TaskInputs& task) {
@@ -165,7 +181,7 @@ EnvList task_environment(const StepPlan& plan, const TaskInputs& task) {
     env.emplace_back("MASTER_ADDR", plan.master_addr);
     env.emplace_back("MASTER_PORT", port);
     env.emplace_back("WORLD_SIZE", text::decimal(plan.ntasks));
-    env.emplace_back("RANK", text::decimal(task.global_id));
+    env.emplace_back("RANK", text::decimal(task_rank(plan, task)));
     env.emplace_back("LOCAL_RANK", text::decimal(task.local_id));
     env.emplace_back("LOCAL_WORLD_SIZE", text::decimal(plan.local_ntasks));
     env.emplace_back("NODE_RANK", text::decimal(plan.node_rank));

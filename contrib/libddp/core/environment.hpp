@@ -30,9 +30,14 @@ struct StepPlan {
   PortSource port_source = PortSource::derived;  // for `srun -v`
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
-  std::uint32_t nnodes = 0;          // nodes in the step
-  std::uint32_t ntasks = 0;          // tasks in the step
-  std::uint32_t node_rank = 0;       // this node's index in the step
+  std::uint32_t nnodes = 0;     // nodes in the step
+  std::uint32_t ntasks = 0;     // tasks in the step
+  std::uint32_t node_rank = 0;  // this node's index in the step
+  // The RANK of this node's first task (LOCAL_RANK 0): the tasks of the nodes listed before it
+  // in SLURM_STEP_NODELIST, so that RANK 0 is on the step's first node (the one MASTER_ADDR
+  // names) under any order Slurm numbers the tasks in (topology, cyclic, arbitrary). Unset when
+  // Slurm gives no SLURM_STEP_TASKS_PER_NODE: RANK is then Slurm's task id, SLURM_PROCID.
+  std::optional<std::uint32_t> first_rank;
   std::uint32_t local_ntasks = 0;    // tasks of the step on this node
   std::uint32_t most_ntasks = 0;     // tasks on the step's busiest node (local_ntasks if unknown)
   std::uint32_t nproc_per_node = 1;  // torchrun mode: workers per node
@@ -70,6 +75,11 @@ struct TaskInputs {
   std::uint32_t global_id = 0;  // S_TASK_GLOBAL_ID
   std::uint32_t local_id = 0;   // S_TASK_ID
 };
+
+// The RANK of one task in tasks mode: plan.first_rank + LOCAL_RANK, or Slurm's task id when
+// the plan has no first_rank. Equal to SLURM_PROCID when Slurm numbers the tasks block by block
+// in node-list order (block distribution without a topology order).
+std::uint32_t task_rank(const StepPlan& plan, const TaskInputs& task);
 
 // The variables to export for one task, in a fixed order. tasks mode: MASTER_ADDR,
 // MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, NNODES.

@@ -415,6 +415,9 @@ Result<TasksPerNodeSummary> summarize_tasks_per_node(std::string_view text, std:
   summary.first_crowded = static_cast<std::size_t>(-1);
   auto nodes = scan_tasks(text, [&](unsigned count, std::size_t repeat) {
     if (node_id >= summary.nodes && node_id - summary.nodes < repeat) summary.on_node = count;
+    if (node_id >= summary.nodes)
+      summary.before +=
+          std::uint64_t{count} * std::min<std::size_t>(repeat, node_id - summary.nodes);
     if (count > 1 && summary.first_crowded == static_cast<std::size_t>(-1))
       summary.first_crowded = summary.nodes;
     summary.nodes += repeat;

@@ -65,6 +65,7 @@ struct TasksPerNodeSummary {
   unsigned on_node = 0;           // the count of node `node_id`; 0 when node_id >= nodes
   std::size_t first_crowded = 0;  // index of the first node with more than one task, or nodes
   unsigned most = 0;              // the largest count of any node
+  std::uint64_t before = 0;       // tasks on the nodes listed before node `node_id`
 };
 
 // Validates `text` like parse_tasks_per_node() and summarizes it, allocating nothing.

@@ -32,6 +32,18 @@ Result<HeadAddress> slurm_head_address(const HeadFacts& facts, const AddressPoli
                                               facts.slurm_origin + "); the name does not resolve"};
 }
 
+// "4-7" for a run of consecutive ids, else "0,3,6" (the first 8, then "..."): a node's ids.
+std::string format_ids(std::span<const std::uint32_t> ids) {
+  bool run = true;
+  for (std::size_t i = 1; i < ids.size(); ++i) run = run && ids[i] == ids[i - 1] + 1;
+  if (run && ids.size() > 1) return text::decimal(ids.front()) + "-" + text::decimal(ids.back());
+  constexpr std::size_t k_shown = 8;
+  std::vector<std::string> texts;
+  for (std::size_t i = 0; i < ids.size() && i < k_shown; ++i)
+    texts.push_back(text::decimal(ids[i]));
+  return text::join(texts, ",") + (ids.size() > k_shown ? ",..." : "");
+}
+
 }  // namespace
 
 Result<void> check_port_window(PortRange window, std::optional<PortRange> ephemeral) {
@@ -46,17 +58,36 @@ Result<void> check_launcher_layout(Mode mode, std::uint64_t ntasks, std::uint64_
   return fail(torchrun_refusal(ntasks, text::decimal(nnodes) + " nodes"));
 }
 
-Result<void> check_rank0_placement(Mode mode, std::uint32_t node_rank,
+Result<void> check_rank0_placement(const StepPlan& plan,
                                    std::span<const std::uint32_t> global_ids) {
-  if (mode != Mode::tasks) return {};
+  if (plan.mode != Mode::tasks || plan.first_rank) return {};
   const bool has_rank0 = std::find(global_ids.begin(), global_ids.end(), 0u) != global_ids.end();
-  if (has_rank0 == (node_rank == 0)) return {};
-  const std::string where = has_rank0
-                                ? "RANK 0 was placed on step node " + text::decimal(node_rank)
-                                : "the step's first node (which MASTER_ADDR names) holds no RANK 0";
+  if (has_rank0 == (plan.node_rank == 0)) return {};
+  const std::string where =
+      has_rank0 ? "SLURM_PROCID 0 runs on step node " + text::decimal(plan.node_rank) +
+                      ", not on the first node of SLURM_STEP_NODELIST (which MASTER_ADDR names)"
+                : "the first node of SLURM_STEP_NODELIST (which MASTER_ADDR names) holds no "
+                  "SLURM_PROCID 0";
   return fail(where +
-              "; --ddp needs RANK 0 on the step's first node: use block or cyclic task "
-              "distribution (not --distribution=arbitrary or SLURM_HOSTFILE)");
+              ", and SLURM_STEP_TASKS_PER_NODE is not in the step's environment, so RANK "
+              "cannot be numbered by node; launch the step with srun, which sets it, and do not "
+              "unset it");
+}
+
+std::optional<std::string> explain_ranks(std::string_view node, const StepPlan& plan,
+                                         std::span<const std::uint32_t> global_ids) {
+  if (plan.mode != Mode::tasks || !plan.first_rank || global_ids.empty()) return std::nullopt;
+  std::vector<std::uint32_t> ranks;
+  bool same = true;
+  for (std::uint32_t local = 0; local < global_ids.size(); ++local) {
+    ranks.push_back(task_rank(plan, TaskInputs{global_ids[local], local}));
+    same = same && ranks.back() == global_ids[local];
+  }
+  if (same) return std::nullopt;
+  return "ddp: " + std::string(node) + ": RANK " + format_ids(ranks) + " for SLURM_PROCID " +
+         format_ids(global_ids) +
+         " (ranks follow SLURM_STEP_NODELIST so that RANK 0 is on its first node, MASTER_ADDR; "
+         "Slurm numbered its tasks in another order)";
 }
 
 std::optional<std::string> alias_address(std::string_view aliases, std::string_view node) {

@@ -27,11 +27,18 @@ Result<void> check_port_window(PortRange window, std::optional<PortRange> epheme
 // tasks than nodes is refused. The error says what to use instead.
 Result<void> check_launcher_layout(Mode mode, std::uint64_t ntasks, std::uint64_t nnodes);
 
-// tasks mode: RANK 0 must run on the step's first node, the node MASTER_ADDR names. `node_rank`
-// is this node's index in the step, `global_ids` the global task ids Slurm placed on this node.
-// Refused when this node is the first but holds no RANK 0, or holds RANK 0 but is not the first.
-Result<void> check_rank0_placement(Mode mode, std::uint32_t node_rank,
-                                   std::span<const std::uint32_t> global_ids);
+// tasks mode without plan.first_rank (no SLURM_STEP_TASKS_PER_NODE), where RANK is Slurm's task
+// id: RANK 0 must then run on the step's first node, the node MASTER_ADDR names. `global_ids`
+// are the global task ids Slurm placed on this node. Refused when this node is the first but
+// holds no task 0, or holds task 0 but is not the first. A plan with first_rank always passes:
+// its RANK 0 is on the first node by construction.
+Result<void> check_rank0_placement(const StepPlan& plan, std::span<const std::uint32_t> global_ids);
+
+// The line `srun -v --ddp` shows for a node whose RANKs differ from Slurm's task ids
+// (SLURM_PROCID), as under Slurm 26.05's topology order: "ddp: node03: RANK 4-5 for SLURM_PROCID
+// 0-1 (...)". nullopt when they are equal. `global_ids` are this node's, by local id.
+std::optional<std::string> explain_ranks(std::string_view node, const StepPlan& plan,
+                                         std::span<const std::uint32_t> global_ids);
 
 // The address Slurm gives for `node` in SLURM_NODE_ALIASES ("n1:10.0.0.1:n1,n2:[fd00::2]:n2"),
 // or nullopt when the node is not listed or the list is malformed.

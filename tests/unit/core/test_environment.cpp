@@ -1,7 +1,10 @@
 // Modes, step validation and the exported variables, in both modes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "libddp/core/environment.hpp"
 #include "libddp/core/port.hpp"
@@ -112,6 +115,105 @@ TEST(PlanStep, BusiestNodeIsThisOneWithoutTasksPerNode) {
   auto plan = plan_of(in, "h");
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_EQ(plan->most_ntasks, 2u);
+}
+
+// Slurm's task ids per node for one layout: `order` lists node ids in the order Slurm fills
+// them (node-list order, or the topology order of Slurm 26.05's _task_layout_topo), `cyclic`
+// deals the tasks out one per node in turn instead of block by block.
+std::vector<std::vector<std::uint32_t>> slurm_task_ids(const std::vector<unsigned>& counts,
+                                                       const std::vector<std::size_t>& order,
+                                                       bool cyclic) {
+  std::vector<std::vector<std::uint32_t>> ids(counts.size());
+  std::uint32_t next = 0;
+  if (!cyclic) {
+    for (std::size_t node : order)
+      for (unsigned i = 0; i < counts[node]; ++i) ids[node].push_back(next++);
+    return ids;
+  }
+  for (bool placed = true; placed;) {
+    placed = false;
+    for (std::size_t node : order)
+      if (ids[node].size() < counts[node]) ids[node].push_back(next++), placed = true;
+  }
+  return ids;
+}
+
+struct LayoutCase {
+  std::string_view name;
+  std::string_view nodelist;
+  std::string_view tasks_per_node;
+  std::vector<unsigned> counts;    // the same counts, one per node
+  std::vector<std::size_t> order;  // the order Slurm numbers the nodes' tasks in
+  bool cyclic;
+  std::vector<std::vector<std::uint32_t>> ranks;  // RANK of each node's tasks, by local id
+};
+
+// Every node plans alone, from what Slurm gives it; together the ranks must be complete and
+// unique, RANK 0 must be on the first node (MASTER_ADDR), and RANK = first rank + LOCAL_RANK.
+TEST(PlanStep, RanksFollowTheNodeListUnderEveryLayout) {
+  const LayoutCase cases[] = {
+      // Slurm 26.05, topology/tree with switches s0: node03, s1: node[01-02]: task 0 on node03.
+      {"tree", "node[01-03]", "2(x3)", {2, 2, 2}, {2, 0, 1}, false, {{0, 1}, {2, 3}, {4, 5}}},
+      // topology/block with blocks node[02-03], node01, uneven counts.
+      {"block", "node[01-03]", "3,1,2", {3, 1, 2}, {1, 2, 0}, false, {{0, 1, 2}, {3}, {4, 5}}},
+      // Node-table order (TopologyParam=SwitchAsNodeRank): the list itself is out of name order.
+      {"table",
+       "node03,node[01-02]",
+       "2(x3)",
+       {2, 2, 2},
+       {0, 1, 2},
+       false,
+       {{0, 1}, {2, 3}, {4, 5}}},
+      // The alphabetical order of releases before 26.05 (or CR_NO_DIST_TOPO_BLOCK).
+      {"alpha",
+       "node[01-04]",
+       "2(x3),1",
+       {2, 2, 2, 1},
+       {0, 1, 2, 3},
+       false,
+       {{0, 1}, {2, 3}, {4, 5}, {6}}},
+      {"cyclic", "n[1-3]", "2(x3)", {2, 2, 2}, {0, 1, 2}, true, {{0, 1}, {2, 3}, {4, 5}}},
+      {"one node", "n1", "4", {4}, {0}, false, {{0, 1, 2, 3}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto slurm_ids = slurm_task_ids(c.counts, c.order, c.cyclic);
+    const std::uint32_t ntasks = std::accumulate(c.counts.begin(), c.counts.end(), 0u);
+    std::vector<int> seen(ntasks, 0);
+    for (std::uint32_t node = 0; node < c.counts.size(); ++node) {
+      SCOPED_TRACE(node);
+      auto plan = plan_of(
+          inputs(Mode::tasks, c.nodelist, c.tasks_per_node, node, ntasks, c.counts[node]), "head");
+      ASSERT_TRUE(plan) << plan.error().message;
+      for (std::uint32_t local = 0; local < c.counts[node]; ++local) {
+        const auto env = task_environment(*plan, TaskInputs{slurm_ids[node][local], local});
+        const std::uint32_t rank = std::stoul(env[3].second);
+        EXPECT_EQ(env[3].first, "RANK");
+        EXPECT_EQ(rank, c.ranks[node][local]);
+        EXPECT_EQ(env[4],
+                  (std::pair<std::string, std::string>{"LOCAL_RANK", std::to_string(local)}));
+        EXPECT_EQ(env[6], (std::pair<std::string, std::string>{"NODE_RANK", std::to_string(node)}));
+        EXPECT_EQ(env[0].second, "head");  // every node names the first node
+        ASSERT_LT(rank, ntasks);
+        ++seen[rank];
+        if (rank == 0) {
+          EXPECT_EQ(node, 0u);
+        }
+      }
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(ntasks));
+  }
+}
+
+TEST(PlanStep, RankIsSlurmsTaskIdWithoutTasksPerNode) {
+  auto plan = plan_of(inputs(Mode::tasks, "n[1-2]", "", 1, 4, 2), "h");
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_FALSE(plan->first_rank);
+  EXPECT_EQ(task_rank(*plan, TaskInputs{3, 1}), 3u);
+  plan = plan_of(inputs(Mode::tasks, "n[1-2]", "2(x2)", 1, 4, 2), "h");
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->first_rank, 2u);
+  EXPECT_EQ(task_rank(*plan, TaskInputs{0, 1}), 3u);
 }
 
 TEST(PlanStep, PortPrecedence) {

@@ -242,9 +242,10 @@ struct SummaryCase {
 
 TEST(TasksPerNode, SummarizesWithoutExpanding) {
   const SummaryCase cases[] = {
-      {"2(x3),1", 0, {4, 7, 2, 0, 2}}, {"2(x3),1", 3, {4, 7, 1, 0, 2}},
-      {"2(x3),1", 4, {4, 7, 0, 0, 2}}, {"1(x3),4", 1, {4, 7, 1, 3, 4}},
-      {"1(x5)", 2, {5, 5, 1, 5, 1}},   {"8(x10000)", 9999, {10000, 80000, 8, 0, 8}},
+      {"2(x3),1", 0, {4, 7, 2, 0, 2, 0}}, {"2(x3),1", 3, {4, 7, 1, 0, 2, 6}},
+      {"2(x3),1", 4, {4, 7, 0, 0, 2, 7}}, {"2(x3),1", 2, {4, 7, 2, 0, 2, 4}},
+      {"1(x3),4", 1, {4, 7, 1, 3, 4, 1}}, {"1,4,2(x2)", 3, {4, 9, 2, 1, 4, 7}},
+      {"1(x5)", 2, {5, 5, 1, 5, 1, 2}},   {"8(x10000)", 9999, {10000, 80000, 8, 0, 8, 79992}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);
@@ -255,6 +256,7 @@ TEST(TasksPerNode, SummarizesWithoutExpanding) {
     EXPECT_EQ(s->on_node, c.expected.on_node);
     EXPECT_EQ(s->first_crowded, c.expected.first_crowded);
     EXPECT_EQ(s->most, c.expected.most);
+    EXPECT_EQ(s->before, c.expected.before);
   }
 }
 

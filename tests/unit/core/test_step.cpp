@@ -42,25 +42,76 @@ TEST(LauncherLayout, TorchrunNeedsOneTaskPerNode) {
                  "this step has 4 tasks on 2 nodes; use --ntasks-per-node=1");
 }
 
-TEST(Rank0Placement, RankZeroOnTheFirstNodeOnly) {
+StepPlan placement_plan(Mode mode, std::uint32_t node_rank, std::optional<std::uint32_t> first) {
+  StepPlan plan;
+  plan.mode = mode;
+  plan.node_rank = node_rank;
+  plan.first_rank = first;
+  return plan;
+}
+
+TEST(Rank0Placement, OnlyWhenRanksAreSlurmsTaskIds) {
   struct Case {
     Mode mode;
     std::uint32_t node_rank;
+    std::optional<std::uint32_t> first_rank;
     std::vector<std::uint32_t> ids;
     std::string_view message;  // empty: accepted
   };
   const Case cases[] = {
-      {Mode::tasks, 0, {0, 1}, ""},
-      {Mode::tasks, 1, {2, 3}, ""},
-      {Mode::tasks, 0, {0, 3}, ""},  // cyclic
-      {Mode::tasks, 1, {0, 1}, "RANK 0 was placed on step node 1"},
-      {Mode::tasks, 0, {4, 5}, "the step's first node (which MASTER_ADDR names) holds no RANK 0"},
-      {Mode::torchrun, 1, {0}, ""},  // torchrun assigns ranks itself
+      {Mode::tasks, 0, std::nullopt, {0, 1}, ""},
+      {Mode::tasks, 1, std::nullopt, {2, 3}, ""},
+      {Mode::tasks, 0, std::nullopt, {0, 3}, ""},  // cyclic
+      {Mode::tasks,
+       2,
+       std::nullopt,
+       {0, 1},
+       "SLURM_PROCID 0 runs on step node 2, not on the first node of SLURM_STEP_NODELIST"},
+      {Mode::tasks,
+       0,
+       std::nullopt,
+       {4, 5},
+       "the first node of SLURM_STEP_NODELIST (which MASTER_ADDR names) holds no SLURM_PROCID 0"},
+      // Ranks numbered by node (Slurm 26.05's topology order): RANK 0 is on node 0 anyway.
+      {Mode::tasks, 2, 4, {0, 1}, ""},
+      {Mode::tasks, 0, 0, {4, 5}, ""},
+      {Mode::torchrun, 1, std::nullopt, {0}, ""},  // torchrun assigns ranks itself
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.node_rank);
-    expect_outcome(check_rank0_placement(c.mode, c.node_rank, c.ids), c.message);
+    expect_outcome(check_rank0_placement(placement_plan(c.mode, c.node_rank, c.first_rank), c.ids),
+                   c.message);
   }
+  auto refused = check_rank0_placement(placement_plan(Mode::tasks, 2, std::nullopt),
+                                       std::vector<std::uint32_t>{0});
+  ASSERT_FALSE(refused);
+  // The fix named must be one that works: not a --distribution, which 26.05 overrides.
+  EXPECT_NE(refused.error().message.find("SLURM_STEP_TASKS_PER_NODE"), std::string::npos);
+  EXPECT_EQ(refused.error().message.find("distribution"), std::string::npos);
+}
+
+TEST(ExplainRanks, NamesRanksThatDifferFromSlurmsTaskIds) {
+  struct Case {
+    std::optional<std::uint32_t> first_rank;
+    std::vector<std::uint32_t> ids;
+    std::optional<std::string> line;
+  };
+  const std::string tail =
+      " (ranks follow SLURM_STEP_NODELIST so that RANK 0 is on its first node, MASTER_ADDR; "
+      "Slurm numbered its tasks in another order)";
+  const Case cases[] = {
+      {4, {0, 1}, "ddp: node03: RANK 4-5 for SLURM_PROCID 0-1" + tail},
+      {2, {1, 4}, "ddp: node03: RANK 2-3 for SLURM_PROCID 1,4" + tail},  // cyclic
+      {0, {0, 1}, std::nullopt},                                         // the same
+      {std::nullopt, {0, 1}, std::nullopt},                              // Slurm's ids
+      {6, {6}, std::nullopt},
+  };
+  for (const auto& c : cases) {
+    auto plan = placement_plan(Mode::tasks, 2, c.first_rank);
+    EXPECT_EQ(explain_ranks("node03", plan, c.ids), c.line);
+  }
+  EXPECT_FALSE(
+      explain_ranks("n", placement_plan(Mode::torchrun, 1, 1), std::vector<std::uint32_t>{0}));
 }
 
 TEST(AliasAddress, FindsTheNodesEntry) {

@@ -213,6 +213,68 @@ TEST_F(Plugin, DerivesOmpThreadsAndExplainsUnderSrunVerbose) {
   EXPECT_EQ(env("MASTER_PORT"), "20123");
 }
 
+// One node of a 3-node step (HEAD,ddp-fake-02,ddp-fake-03) under a task layout Slurm produces:
+// Slurm's task ids on that node and the RANKs the plugin must export for them.
+struct LayoutCase {
+  const char* name;
+  const char* tasks_per_node;
+  std::uint32_t node_id;
+  std::vector<std::uint32_t> global_ids;  // Slurm's, by local id (SLURM_PROCID)
+  std::vector<std::string> ranks;         // RANK, by local id
+};
+
+// RANK 0 is on node 0, the node MASTER_ADDR names, under every layout: ranks follow the node
+// list and the counts every node reads alike, not Slurm's task ids (Slurm 26.05 numbers them in
+// topology order by default when a topology plugin is configured).
+TEST_F(Plugin, RanksFollowTheNodeListUnderEveryLayout) {
+  const std::string head = own_address();
+  if (head.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv4 address to be rank 0";
+  const LayoutCase cases[] = {
+      // topology/tree, switches s0: ddp-fake-03, s1: HEAD,ddp-fake-02 (Slurm 26.05).
+      {"tree, node 2", "2(x3)", 2, {0, 1}, {"4", "5"}},
+      {"tree, node 0", "2(x3)", 0, {2, 3}, {"0", "1"}},
+      // topology/block, blocks ddp-fake-02, ddp-fake-03, HEAD; uneven counts.
+      {"block, node 1", "3,1,2", 1, {0}, {"3"}},
+      {"block, node 0", "3,1,2", 0, {3, 4, 5}, {"0", "1", "2"}},
+      // Node-list order (older releases, CR_NO_DIST_TOPO_BLOCK, SwitchAsNodeRank): unchanged.
+      {"list order, node 1", "2(x3)", 1, {2, 3}, {"2", "3"}},
+      {"cyclic, node 1", "2(x3)", 1, {1, 4}, {"2", "3"}},
+  };
+  for (const LayoutCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    TearDown();
+    SetUp();
+    remote_step(head);
+    fake::Step& s = fake::step();
+    s.env["SLURM_STEP_NODELIST"] = head + ",ddp-fake-02,ddp-fake-03";
+    s.env["SLURM_STEP_TASKS_PER_NODE"] = c.tasks_per_node;
+    s.env["SRUN_DEBUG"] = "4";  // srun -v
+    s.items[S_JOB_NODEID] = c.node_id;
+    s.items[S_JOB_TOTAL_TASK_COUNT] = 6;
+    s.items[S_JOB_LOCAL_TASK_COUNT] = static_cast<std::uint32_t>(c.global_ids.size());
+    s.global_ids = c.global_ids;
+    ASSERT_TRUE(launched()) << errors();
+    for (std::uint32_t local = 0; local < c.global_ids.size(); ++local) {
+      s.items[S_TASK_ID] = local;
+      s.items[S_TASK_GLOBAL_ID] = c.global_ids[local];
+      int rc = -1;
+      const std::string said = task_init_said(rc);
+      ASSERT_EQ(rc, 0) << errors();
+      EXPECT_EQ(env("RANK"), c.ranks[local]);
+      EXPECT_EQ(env("LOCAL_RANK"), std::to_string(local));
+      EXPECT_EQ(env("NODE_RANK"), std::to_string(c.node_id));
+      EXPECT_EQ(env("MASTER_ADDR"), head);
+      EXPECT_EQ(env("WORLD_SIZE"), "6");
+      // srun -v names the ranks that differ from Slurm's task ids, once per node.
+      const bool renumbered = c.ranks[local] != std::to_string(c.global_ids[local]);
+      if (local == 0) {
+        EXPECT_EQ(contains(said, "for SLURM_PROCID"), renumbered) << said;
+      }
+    }
+    EXPECT_EQ(errors(), "");
+  }
+}
+
 // A head name the resolver does not know: Slurm's address for it stands in (SLURM_NODE_ALIASES,
 // else NodeAddr through libslurm's lookups). glibc refuses a name with '_' without asking DNS.
 TEST_F(Plugin, SlurmsAddressStandsInForAHeadNameThatDoesNotResolve) {

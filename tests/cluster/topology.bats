@@ -1,0 +1,188 @@
+#!/usr/bin/env bats
+# --ddp on a site with a topology plugin whose switch order contradicts the node names
+# (cluster.sh up --topology tree: node03 alone on the first leaf switch, node[01-02] on the
+# second). Slurm 26.05 numbers a step's tasks in topology order by default, so SLURM_PROCID 0
+# runs on node03, the last node of SLURM_STEP_NODELIST; earlier releases keep the name order.
+# Under both, every task must get RANK 0 and MASTER_ADDR on the same node (the list's first),
+# ranks complete and unique, and a gloo rendezvous must work: with the plugin, and with the
+# per-task setup ddpgen writes where the plugin is not installed (templates/task-setup.sh).
+# The fixture's cluster is started again with the topology (same Slurm, same plugin) in
+# setup_file, and without it in teardown_file, a few seconds each.
+#
+# Needs: the cluster with the plugin; Debian's python3-torch for the rendezvous (skips, saying
+# why, without it).
+
+bats_require_minimum_version 1.5.0
+load lib
+
+# What each task prints, sorted by host then LOCAL_RANK (not by SLURM_PROCID, whose order is
+# the point of this file).
+TASK_VARS='$(hostname) $LOCAL_RANK $RANK $SLURM_PROCID $MASTER_ADDR $WORLD_SIZE $LOCAL_WORLD_SIZE $NODE_RANK $NNODES'
+
+# cluster_restart LOG [ARGS...]: cluster.sh up with 3 nodes, the same Slurm and plugin, and ARGS.
+# Every descriptor above 2 is closed first: the daemons it starts outlive this file, and bats
+# waits for whoever holds one of its own.
+cluster_restart() {
+  local log=$1
+  shift
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done
+           exec "$@"' restart "$CLUSTER" up --nodes 3 \
+    ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" \
+    "$@" </dev/null >"$log" 2>&1
+}
+
+setup_file() {
+  export TOPOLOGY_RESTORE=""
+  "$CLUSTER" status >/dev/null 2>&1 || return 0
+  [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || return 0
+  cp "$DDP_CLUSTER_DIR/lib/spank_ddp.so" "$BATS_FILE_TMPDIR/spank_ddp.so"
+  TOPOLOGY_RESTORE=1
+  cluster_restart "$BATS_FILE_TMPDIR/up-tree.log" --topology tree ||
+    { cat "$BATS_FILE_TMPDIR/up-tree.log" >&3; return 1; }
+}
+
+teardown_file() {
+  [[ -n ${TOPOLOGY_RESTORE:-} ]] || return 0
+  cluster_restart "$BATS_FILE_TMPDIR/up-plain.log"
+}
+
+setup() {
+  skip_unless_cluster
+  [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || skip "the cluster runs without the plugin"
+  [[ $(cat "$DDP_CLUSTER_DIR/topology" 2>/dev/null) == tree ]] ||
+    skip "the cluster did not start with --topology tree (setup_file)"
+  "$CLUSTER" set-plugstack ""
+}
+
+# Slurm 26.05 and later lay steps out in topology order; earlier releases in name order.
+topology_ordered() {
+  local version
+  version=$("$CLUSTER" run scontrol --version | awk '{print $2}')
+  [[ $(printf '%s\n' "$version" 26.05 | sort -V | head -n 1) == 26.05 ]]
+}
+
+task_table() {
+  "$CLUSTER" run srun "$@" bash -c "echo $TASK_VARS" | sort -k1,1 -k2,2n
+}
+
+@test "the cluster is a topology site: Slurm 26.05 runs task 0 on node03, earlier ones on node01" {
+  run "$CLUSTER" run srun -N3 --ntasks-per-node=2 bash -c 'echo "$SLURM_PROCID $(hostname) $SLURM_NODEID"'
+  [ "$status" -eq 0 ]
+  first=$(sort -n <<<"$output" | head -n 1)
+  if topology_ordered; then
+    [ "$first" = "0 node03 2" ]
+  else
+    [ "$first" = "0 node01 0" ]
+  fi
+}
+
+@test "--ddp: RANK 0 and MASTER_ADDR on node01, ranks by node, under the topology order" {
+  run task_table -N3 --ntasks-per-node=2 --ddp
+  [ "$status" -eq 0 ]
+  # host LOCAL_RANK RANK (SLURM_PROCID left out: it differs by release) MASTER_ADDR ...
+  expected="node01 0 0 $SUBNET.11 6 2 0 3
+node01 1 1 $SUBNET.11 6 2 0 3
+node02 0 2 $SUBNET.11 6 2 1 3
+node02 1 3 $SUBNET.11 6 2 1 3
+node03 0 4 $SUBNET.11 6 2 2 3
+node03 1 5 $SUBNET.11 6 2 2 3"
+  diff <(echo "$expected") <(awk '{$4 = ""; print}' <<<"$output" | tr -s ' ')
+  # SLURM_PROCID is Slurm's own task id, left as Slurm set it.
+  procids=$(awk '{print $1 ":" $4}' <<<"$output" | sort -t: -k2n | paste -sd ' ')
+  if topology_ordered; then
+    [ "$procids" = "node03:0 node03:1 node01:2 node01:3 node02:4 node02:5" ]
+  else
+    [ "$procids" = "node01:0 node01:1 node02:2 node02:3 node03:4 node03:5" ]
+  fi
+}
+
+@test "srun -v --ddp says which ranks differ from SLURM_PROCID, and why" {
+  run "$CLUSTER" run srun -v -N3 --ntasks-per-node=2 --ddp true
+  [ "$status" -eq 0 ]
+  if topology_ordered; then
+    grep -F "ddp: node03: RANK 4-5 for SLURM_PROCID 0-1 (ranks follow SLURM_STEP_NODELIST" <<<"$output"
+    grep -F "ddp: node01: RANK 0-1 for SLURM_PROCID 2-3" <<<"$output"
+  else
+    run ! grep -F "for SLURM_PROCID" <<<"$output"
+  fi
+}
+
+@test "gloo all-reduce with --ddp across 3 nodes x 2 tasks, rank 0 on node01" {
+  need_torch
+  run "$CLUSTER" run srun -N3 --ntasks-per-node=2 --ddp /usr/bin/python3 "$REPO/contrib/examples/allreduce.py"
+  [ "$status" -eq 0 ]
+  [ "$(allreduce_ranks 6 "$SUBNET\.11:[0-9]+" <<<"$output")" = "0 1 2 3 4 5" ]
+  grep -E '^rank=0 .* host=node01 ' <<<"$output"
+}
+
+# setup_step SRUN_OPTIONS... -- COMMAND...: the per-task setup ddpgen writes into a script for a
+# site without the plugin, as the script runs it (bash -c, then the command), in one step.
+setup_step() {
+  local options=() setup
+  while (($#)) && [[ $1 != -- ]]; do options+=("$1"); shift; done
+  shift
+  setup=$(<"$REPO/templates/task-setup.sh")$'\n'
+  "$CLUSTER" run srun "${options[@]}" bash -c "$setup"'exec "$@"' ddpgen-task tasks 2 20000 11000 "$@"
+}
+
+@test "ddpgen's setup without the plugin: RANK 0 and MASTER_ADDR on node01, ranks by node" {
+  run setup_step -N3 --ntasks-per-node=2 -- bash -c "echo $TASK_VARS"
+  [ "$status" -eq 0 ]
+  expected="node01 0 0 node01 6 2 0 3
+node01 1 1 node01 6 2 0 3
+node02 0 2 node01 6 2 1 3
+node02 1 3 node01 6 2 1 3
+node03 0 4 node01 6 2 2 3
+node03 1 5 node01 6 2 2 3"
+  diff <(echo "$expected") <(sort -k1,1 -k2,2n <<<"$output" | awk '{$4 = ""; print}' | tr -s ' ')
+}
+
+@test "ddpgen's setup without the plugin: gloo all-reduce, rank 0 on node01" {
+  need_torch
+  run setup_step -N3 --ntasks-per-node=2 -- /usr/bin/python3 "$REPO/contrib/examples/allreduce.py"
+  [ "$status" -eq 0 ]
+  [ "$(allreduce_ranks 6 "node01:[0-9]+" <<<"$output")" = "0 1 2 3 4 5" ]
+  grep -E '^rank=0 .* host=node01 ' <<<"$output"
+}
+
+# A script ddpgen renders for this cluster as if the plugin were not installed (the local
+# profile with ddp_plugin: false), submitted with sbatch: the srun launcher, 3 nodes x 2 ranks.
+@test "ddpgen's script without the plugin trains on the topology site, not waiting on rank 0" {
+  skip_unless_cluster
+  need_torch
+  need_ddpgen
+  local work=$BATS_TEST_TMPDIR/job examples=$REPO/contrib/examples
+  mkdir -p "$work"
+  chmod 755 "$BATS_TEST_TMPDIR" "$work"
+  sed 's/^ddp_plugin: true$/ddp_plugin: false/' "$REPO/site-profiles/local.yaml" >"$work/profile.yaml"
+  "$DDPGEN" --profile "$work/profile.yaml" "$examples/autoencoder-srun.yaml" -o "$work/job.slurm" \
+    --set "script=$examples/autoencoder.py" --set 'args=[--epochs, "2"]' \
+    --set "checkpoint.dir=$work/ckpt" --set "output=$work/job-%j.out"
+  grep -q '^  bash -c "$ddpgen_task_setup"' "$work/job.slurm"
+  run ! grep -qE '^srun .*--ddp' "$work/job.slurm"
+  id=$(cd "$work" && cl env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    sbatch --parsable job.slurm)
+  wait_job "$id" 200 || { cat "$work/job-$id.out"; return 1; }
+  grep -q '^start world 6 backend gloo device cpu ' "$work/job-$id.out"
+  grep -q '^weights identical on 6 ranks$' "$work/job-$id.out"
+}
+
+# Last: it leaves the cluster a topology/block site, which teardown_file replaces.
+@test "topology/block (Slurm 23.11 and later): an uneven step still has RANK 0 on node01" {
+  if "$CLUSTER" run scontrol --version | grep -qE ' (1[0-9]|2[0-2]|23\.0[0-9])\.'; then
+    skip "$("$CLUSTER" run scontrol --version) has no topology/block (23.11 and later)"
+  fi
+  cluster_restart "$BATS_FILE_TMPDIR/up-block.log" --topology block ||
+    { cat "$BATS_FILE_TMPDIR/up-block.log"; return 1; }
+  # cons_tres packs -n6 unevenly (4/1/1 or so); the ranks must still run node by node.
+  run task_table -N3 -n6 --ddp
+  [ "$status" -eq 0 ]
+  [ "$(awk '{print $3}' <<<"$output" | paste -sd ' ')" = "0 1 2 3 4 5" ]
+  [ "$(awk '$3 == 0 {print $1}' <<<"$output")" = node01 ]
+  [ "$(awk '{print $5}' <<<"$output" | sort -u)" = "$SUBNET.11" ]
+  if topology_ordered; then
+    # node03 comes first in topology.conf: Slurm's task 0 runs there.
+    [ "$(awk '$4 == 0 {print $1}' <<<"$output")" = node03 ]
+  fi
+}
