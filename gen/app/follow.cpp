@@ -177,15 +177,18 @@ class Follower {
     auto next_look = Clock::now();
     for (;;) {
       if (g_interrupted) return detach();
-      // Output while the last look said PENDING: the job has started. One look at once, so that
-      // "RUNNING on ..." comes before its first lines, not after them.
-      if (Clock::now() >= next_look || !held_.empty()) {
+      // Output before any look saw the job run: it has started. One look at once (once per
+      // follow: a file another job appends to must not make ddpgen ask Slurm 4 times a second),
+      // so that "RUNNING on ..." comes before its first lines, not after them.
+      const bool early = !held_.empty() && !looked_early_;
+      if (Clock::now() >= next_look || early) {
+        looked_early_ = looked_early_ || early;
         next_look = Clock::now() + k_look_every;
         if (auto end = look()) return *end;
         show_held();
       }
       read_outputs();
-      if (!last_ || last_->state != "PENDING") show_held();
+      if (ran_ || looked_early_) show_held();
       pause_until(std::min(next_look, Clock::now() + k_read_every));
     }
   }
@@ -231,6 +234,7 @@ class Follower {
     for (const auto& line : job_changes(last_, now))
       if (!final || line != state_line(now)) display_.event(line, now.state);
     last_ = now;
+    ran_ = ran_ || now.state != "PENDING";
   }
 
   // The job left scontrol: sacct says how it ended, else the last look does, saying so.
@@ -299,6 +303,8 @@ class Follower {
   std::optional<JobStatus> last_;
   std::vector<Tail> tails_;
   std::vector<std::string> held_;  // lines read, not shown yet
+  bool ran_ = false;               // a look saw the job past PENDING
+  bool looked_early_ = false;
   std::string last_verdict_;
   int failed_looks_ = 0;
 };

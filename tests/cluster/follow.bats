@@ -77,6 +77,9 @@ submit() {
   [ "$(grep -nE '^PENDING( \((Resources|Priority|None)\))?$' <<<"$states" | cut -d: -f1 | head -n 1)" -lt \
     "$(grep -n '^RUNNING on node\[01-03\]$' <<<"$states" | cut -d: -f1)" ]
   tail -n 1 <<<"$output" | grep -Eqx "ddpgen: job $id: COMPLETED on node\[01-03\], after 00:00:0[0-9], exit code 0:0"
+  # RUNNING is said before the job's first line.
+  [ "$(grep -n "^ddpgen: job $id: RUNNING " <<<"$output" | cut -d: -f1)" -lt \
+    "$(grep -n '^hello 1 ' <<<"$output" | cut -d: -f1)" ]
   # The job's output, every line once, in order, before the final word.
   [ "$(grep '^hello ' <<<"$output" | tr '\n' ' ')" = "hello 1 from node01 hello 2 from node01 hello 3 from node01 " ]
   diff <(grep '^hello ' <<<"$output") <(grep '^hello ' "$work/hello-$id.out")
