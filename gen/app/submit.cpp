@@ -45,7 +45,9 @@ int submit(const std::string& script, const SubmitOptions& o) {
     std::cout << "submitted job " << id << " (script " << ddp::text::printable(path) << ")\n";
   std::cout << std::flush;
   if (!o.follow) {
-    std::cerr << "ddpgen: follow it with: ddpgen logs " << id << " --follow\n";
+    // With --parsable, stdout holds the id alone: the script's place is said here.
+    std::cerr << "ddpgen: " << (o.parsable ? "script " + ddp::text::printable(path) + "; " : "")
+              << "follow it with: ddpgen logs " << id << " --follow\n";
     return 0;
   }
   return follow_job(id);
