@@ -142,9 +142,13 @@ void define_job_commands(CLI::App& cli, Command& c) {
   c.submit->add_flag("--no-live", c.no_live,
                      "skip comparing the profile with the cluster (validate --live) first");
   c.status = cli.add_subcommand("status", "print a job's state, nodes, restarts and last verdict");
-  c.status->add_option("jobid", c.job_id, "the job id sbatch printed")->required();
+  c.status->add_option("jobid", c.job_id, "the job id sbatch printed")
+      ->type_name("JOBID")
+      ->required();
   c.logs = cli.add_subcommand("logs", "print a job's output file, or follow the job to its end");
-  c.logs->add_option("jobid", c.job_id, "the job id sbatch printed")->required();
+  c.logs->add_option("jobid", c.job_id, "the job id sbatch printed")
+      ->type_name("JOBID")
+      ->required();
   c.logs->add_flag(
       "-f,--follow", c.follow,
       "stream state changes, output and verdicts until the job ends (Ctrl-C detaches)");
