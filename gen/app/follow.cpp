@@ -93,7 +93,6 @@ class Follower {
   }
 
   void seen(const JobStatus& now) {
-    // A final state is said once, by the final word.
     const auto files = output_files(now);
     if (tails_.size() != files.size() ||
         !std::equal(files.begin(), files.end(), tails_.begin(),
@@ -133,8 +132,8 @@ class Follower {
 
   int finish(const JobStatus& end, bool known) {
     show_held();
-    read_outputs();
-    show_held();
+    // All the job wrote, which may be more than one read takes; bounded all the same.
+    for (int reads = 0; reads < 64 && read_outputs() > 0; ++reads) show_held();
     for (auto& t : tails_)
       if (auto rest = t.lines.rest(); !rest.empty()) show(rest);
     display_.clear_status();
@@ -152,14 +151,18 @@ class Follower {
     return 130;
   }
 
-  // Reads the output files; their new lines wait in held_ until show_held().
-  void read_outputs() {
+  // Reads the output files; their new lines wait in held_ until show_held(). Returns the
+  // number of bytes read.
+  std::size_t read_outputs() {
+    std::size_t bytes = 0;
     for (auto& t : tails_) {
       std::vector<std::string> notes;
       const std::string chunk = read_more(t, notes);
       for (const auto& n : notes) say_note(n);
       for (auto& line : t.lines.feed(chunk)) held_.push_back(std::move(line));
+      bytes += chunk.size();
     }
+    return bytes;
   }
 
   void show_held() {

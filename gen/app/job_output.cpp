@@ -19,10 +19,12 @@ std::string read_more(OutputTail& t, std::vector<std::string>& notes) {
   std::string out;
   // Only a regular file: an output of /dev/null or a FIFO is nothing to show.
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    bool mid_line = false;
     if (!t.attached) {
       t.attached = true;
       if (static_cast<std::size_t>(st.st_size) > k_chunk) {
         t.offset = st.st_size - static_cast<off_t>(k_chunk);
+        mid_line = true;
         notes.push_back("the first " + std::to_string(t.offset) + " bytes of " + t.path +
                         " are not shown (ddpgen logs prints them all)");
       }
@@ -35,6 +37,8 @@ std::string read_more(OutputTail& t, std::vector<std::string>& notes) {
     const ssize_t n = ::pread(fd, out.data(), out.size(), t.offset);
     out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
     t.offset += static_cast<off_t>(out.size());
+    // Started inside a line: shown from the next whole one.
+    if (mid_line) out.erase(0, out.find('\n') == std::string::npos ? 0 : out.find('\n') + 1);
   }
   ::close(fd);
   return out;

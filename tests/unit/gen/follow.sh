@@ -3,7 +3,8 @@
 # cannot show on demand in a short test. A job requeued with a node excluded, that then leaves
 # scontrol on a cluster without accounting (its final state unknown, said so, exit 1); one that
 # leaves scontrol and is finished through sacct (exit 0); a job nobody knows; a bad job id
-# (exit 2). Each stand-in answers from a numbered file per call. About 15 s (a look every 2 s).
+# (exit 2); a large output attached to, and one truncated by a requeue. Each stand-in answers
+# from a numbered file per call. About 15 s (a look every 2 s).
 #   follow.sh DDPGEN
 set -uo pipefail
 ddpgen=$1
@@ -60,7 +61,8 @@ follow() {
   status=$?
   err=$(cat "$fake/err")
   echo "--- ddpgen $* (exit $status)"
-  echo "$out"
+  head -n 20 <<<"$out"
+  (($(wc -l <<<"$out") <= 20)) || echo "[... $(wc -l <<<"$out") lines]"
   [[ -z $err ]] || echo "stderr: $err"
 }
 
@@ -120,14 +122,41 @@ expect_eq "accounted: status" "job 6: COMPLETED on node01 (from sacct)
   output    unknown (sacct does not say)
   verdict   unknown" "$out"
 
-# 3. A job nobody knows.
+# 3. An output larger than a MiB, attached to after the end: its last MiB from a whole line,
+# said so; then a requeued run that truncated its output file starts it again.
+scenario large
+seq 1 400000 | sed 's/^/line /' >"$fake/out"
+record 8 COMPLETED None node01 0 "(null)" >"$fake/looks/1"
+follow logs 8 --follow
+expect_eq "large: exit" 0 "$status"
+expect_eq "large: note" "ddpgen: job 8: the first 3640319 bytes of $fake/out are not shown (ddpgen logs prints them all)" \
+  "$(head -n 1 <<<"$out")"
+expect_eq "large: first line" "line 312620" "$(sed -n 2p <<<"$out")"
+expect_eq "large: last lines" "line 400000
+ddpgen: job 8: COMPLETED on node01, after 00:00:00, exit code 0:0" "$(tail -n 2 <<<"$out")"
+scenario truncated
+printf 'run 0 line 1\nrun 0 line 2\n' >"$fake/out"
+record 9 RUNNING None node01 0 "(null)" >"$fake/looks/1"
+printf '#!/bin/sh\nprintf "run 1\\n" >"%s/out"\n' "$fake" >"$fake/looks/2.sh"
+chmod +x "$fake/looks/2.sh"
+record 9 COMPLETED None node01 1 "(null)" >"$fake/looks/2"
+follow logs 9 --follow
+expect_eq "truncated: stream" "ddpgen: job 9: RUNNING on node01
+run 0 line 1
+run 0 line 2
+ddpgen: job 9: requeued (restart 1)
+ddpgen: job 9: $fake/out began again (the job runs again; Slurm truncated its output)
+run 1
+ddpgen: job 9: COMPLETED on node01, after 00:00:01, exit code 0:0" "$out"
+
+# 4. A job nobody knows.
 scenario unknown
 echo GONE >"$fake/looks/1"
 follow logs 7 --follow
 expect_eq "unknown: exit" 1 "$status"
 expect_eq "unknown: error" "ddpgen: error: job 7 is not known to scontrol and sacct cannot say: sacct: Slurm accounting storage is disabled" "$err"
 
-# 4. Not a job id: a usage error, and no Slurm client asked.
+# 5. Not a job id: a usage error, and no Slurm client asked.
 scenario bad-id
 follow logs '7;scancel'
 expect_eq "bad id: exit" 2 "$status"
