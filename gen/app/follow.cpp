@@ -13,6 +13,7 @@
 #include "gen/app/job_output.hpp"
 #include "gen/app/slurm_jobs.hpp"
 #include "gen/app/terminal.hpp"
+#include "gen/core/duration.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddpgen::app {
@@ -68,6 +69,7 @@ class Follower {
       }
       read_outputs();
       if (ran_ || looked_early_) show_held();
+      update_status();
       pause_until(std::min(next_look, Clock::now() + k_read_every));
     }
   }
@@ -100,19 +102,36 @@ class Follower {
       tails_.clear();
       for (const auto& f : files) tails_.push_back(OutputTail{f});
     }
+    looked_at_ = Clock::now();
+    const auto changes = job_changes(last_, now);
+    last_ = now;
+    ran_ = ran_ || now.state != "PENDING";
+    update_status();  // first, so that the lines below leave the new status under them
+    // A final state is said once, by the final word.
+    const bool final = is_final_state(now.state);
+    for (const auto& line : changes)
+      if (!final || line != state_line(now)) display_.event(line, now.state);
+  }
+
+  // The status line: the last look, its elapsed time counted on between looks while running.
+  void update_status() {
+    if (!last_) return;
+    const JobStatus& now = *last_;
+    std::string elapsed = now.elapsed;
+    if (now.state == "RUNNING") {
+      // "00:00:00" reads as nothing (duration::parse refuses a zero limit), which is 0 here.
+      const long base = duration::parse(now.elapsed).value_or(0);
+      const auto since =
+          std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - looked_at_);
+      elapsed = duration::format(base + static_cast<long>(since.count()));
+    }
     std::string status = "job " + now.id + " " + now.state;
     if (!now.reason.empty()) status += " (" + now.reason + ")";
     if (!now.nodes.empty() && now.state != "PENDING") status += " on " + now.nodes;
-    if (!now.elapsed.empty()) status += ", " + now.elapsed;
+    if (!elapsed.empty()) status += ", " + elapsed;
     if (now.restarts > 0) status += ", restart " + std::to_string(now.restarts);
     status += "  (Ctrl-C detaches)";
     display_.status(ddp::text::printable(status));
-    // A final state is said once, by the final word.
-    const bool final = is_final_state(now.state);
-    for (const auto& line : job_changes(last_, now))
-      if (!final || line != state_line(now)) display_.event(line, now.state);
-    last_ = now;
-    ran_ = ran_ || now.state != "PENDING";
   }
 
   // The job left scontrol: sacct says how it ended, else the last look does, saying so.
@@ -183,6 +202,7 @@ class Follower {
   std::string id_;
   Display display_;
   std::optional<JobStatus> last_;
+  Clock::time_point looked_at_;  // when last_ was seen
   std::vector<OutputTail> tails_;
   std::vector<std::string> held_;  // lines read, not shown yet
   bool ran_ = false;               // a look saw the job past PENDING

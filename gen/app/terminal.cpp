@@ -32,7 +32,7 @@ void Display::event(const std::string& line, const std::string& state) {
 }
 
 void Display::status(const std::string& text) {
-  if (!tty_) return;
+  if (!tty_ || text == status_) return;
   status_ = text;
   draw_status();
 }

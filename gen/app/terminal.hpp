@@ -20,7 +20,7 @@ class Display {
   // and prefixed "ddpgen: ".
   void event(const std::string& line, const std::string& state);
 
-  // Sets the status line (a terminal only) and draws it.
+  // Sets the status line (a terminal only) and draws it when it changed.
   void status(const std::string& text);
 
   // Removes the status line, before the last words.
