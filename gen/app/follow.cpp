@@ -107,6 +107,9 @@ class Follower {
     last_ = now;
     ran_ = ran_ || now.state != "PENDING";
     update_status();  // first, so that the lines below leave the new status under them
+    // Lines held before the job was seen running were written before this look: they come
+    // before what it found, unless it found the job just started (RUNNING, said first).
+    if (now.state != "RUNNING") show_held();
     // A final state is said once, by the final word.
     const bool final = is_final_state(now.state);
     for (const auto& line : changes)

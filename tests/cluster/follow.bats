@@ -2,8 +2,9 @@
 # ddpgen submit, status and logs [--follow] on the embedded cluster, with tiny jobs:
 #   - a job that must wait for an exclusive one is followed from PENDING through
 #     RUNNING on its nodes to COMPLETED: its output lines in the stream, exit 0;
-#   - a failing job ends the stream with FAILED and its exit code, which ddpgen returns; a job
-#     sbatch refuses comes back as ddpgen's error in sbatch's words;
+#   - a failing job ends the stream with FAILED and its exit code, which ddpgen returns; one
+#     requeued after its failure shows the requeue and both runs; a job sbatch refuses comes
+#     back as ddpgen's error in sbatch's words;
 #   - a stalled job under `watchdog:`: ddp-watch's verdict line is in the stream as it happens,
 #     and repeated with the final state;
 #   - Ctrl-C (SIGINT) detaches without cancelling the job; `ddpgen logs JOBID --follow` comes
@@ -109,6 +110,24 @@ submit() {
   echo "$output"
   grep -qx "  state     FAILED" <<<"$output"
   grep -qx "  exit      3:0" <<<"$output"
+}
+
+@test "a job requeued after a failure: the requeue is in the stream, and both runs' output" {
+  tiny again 1 'echo "run ${SLURM_RESTART_COUNT:-0}"; [ "${SLURM_RESTART_COUNT:-0}" -ge 1 ] || exit 3'
+  cat >>"$work/again.yaml" <<JOB
+checkpoint: {dir: $work/ckpt, requeue: true, requeue_on_failure: true, max_restarts: 1}
+JOB
+  sed -i 's/^time: .*/time: "00:05:00"/' "$work/again.yaml"  # longer than the requeue signal
+  submit again.yaml --follow
+  [ "$status" -eq 0 ]
+  id=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$output")
+  job=$id
+  grep -qx "ddpgen: job $id: requeued (restart 1)" <<<"$output"
+  grep -qx "ddpgen: the program failed (status 3): requeueing job $id" <<<"$output"
+  [ "$(grep -E '^run [01]$' <<<"$output" | tr '\n' ' ')" = "run 0 run 1 " ]
+  tail -n 1 <<<"$output" | grep -Eqx "ddpgen: job $id: COMPLETED on node01, after 00:00:0[0-9], exit code 0:0"
+  run cl "$DDPGEN" status "$id"
+  grep -qx "  restarts  1" <<<"$output"
 }
 
 @test "submit: what sbatch refuses is ddpgen's error, in sbatch's words; no job" {
