@@ -100,7 +100,8 @@ Result<std::string> sbatch(const std::string& script) {
   auto ran = client({"sbatch", "--parsable", script}, k_submit_deadline);
   if (!ran) return std::unexpected(ran.error());
   const auto id = ran->status == 0 ? parse_sbatch_id(ran->words) : std::nullopt;
-  if (!id) return ddp::fail({"sbatch " + script, 0, 0}, "refused the job: " + said(ran->words));
+  if (!id)
+    return ddp::fail({"sbatch " + script, 0, 0}, "did not submit the job: " + said(ran->words));
   // What else sbatch said (its warnings) is the user's to read.
   for (const auto line : ddp::text::split(ran->words, '\n')) {
     const auto text = ddp::text::trim(line);
@@ -131,7 +132,8 @@ Result<std::string> place_script(const std::string& script, const std::string& j
     case ScriptWrite::create:
       break;
   }
-  auto written = write_file(path, script);
+  // Never into what lies at path: a symlink that appeared since the look above is replaced.
+  auto written = write_file(path, script, false);
   if (!written) return std::unexpected(written.error());
   return path;
 }
