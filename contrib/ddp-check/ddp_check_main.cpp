@@ -124,6 +124,7 @@ struct Run {
   Session& session;
   const Identity& id;
   const Options& o;
+  const AuthConfig& auth;  // how hellos and pairwise agents are signed and checked
   const PhasePlan& plan;
   Clock::time_point start;
   Clock::time_point deadline;
@@ -287,7 +288,8 @@ int run_phase(Run& r, const PhaseStep& step) {
     case Phase::nccl:
       return master ? nccl_phase_master(r) : nccl_phase_worker(r);
     case Phase::pairs:
-      return master ? pairs_coordinator(r.o, r.id, r.ex.hellos) : pairs_agent(r.o, r.id, step);
+      return master ? pairs_coordinator(r.o, r.id, r.auth, r.ex.hellos)
+                    : pairs_agent(r.o, r.id, r.auth, step);
   }
   return k_exit_fault;
 }
@@ -329,8 +331,9 @@ int main(int argc, char** argv) {
 
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options->timeout_s));
-  Session session(*identity, auth_config(*options, getenv_lookup), deadline);
-  Run run{session, *identity, *options, plan, start, deadline, {}, {}};
+  const AuthConfig auth = auth_config(*options, getenv_lookup);
+  Session session(*identity, auth, deadline);
+  Run run{session, *identity, *options, auth, plan, start, deadline, {}, {}};
   for (const PhaseStep& step : plan.steps) {
     if (const int rc = run_phase(run, step); rc != k_exit_ok) return rc;
   }
