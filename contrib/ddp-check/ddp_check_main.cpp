@@ -236,13 +236,15 @@ int nccl_phase_master(Run& r) {
 }
 
 // A worker's reading of rank 0's verdict.
+// What came over the connection to rank 0 (whoever listened on MASTER_PORT) is a peer's text:
+// it goes through peer_text() so that it never reads as a verdict of this process.
 int verdict_of(const Identity& id, const Exchange& e) {
   if (e.local_fault) {
-    say(who(id) + ": FAILED: " + *e.local_fault);
+    say(who(id) + ": FAILED: " + peer_text(*e.local_fault, k_max_line));
     return k_exit_fault;
   }
   if (e.verdict->kind == Verdict::Kind::fail) {
-    say(who(id) + ": FAILED (verdict of rank 0): " + e.verdict->text);
+    say(who(id) + ": FAILED (verdict of rank 0): " + peer_text(e.verdict->text, k_max_line));
     return k_exit_fault;
   }
   return k_exit_ok;
