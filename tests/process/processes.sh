@@ -223,15 +223,15 @@ send_pairs() {
   done
 }
 
-# fake_rank MODE: RANK 1 of 3 ("intruder", node index 1) as a script of this user: a signed
+# fake_rank MODE [WORLD]: RANK 1 of WORLD (default 3) ("intruder", node index 1) as a script of this user: a signed
 # hello, then a signed agent that misbehaves as MODE says: impostors (forged registrations
 # naming node2 before its own), a figure (inf, nan, -3, 1e308), stale (answers with an old
 # tag), hang (registers, then never answers). Its output goes to $work/fake.out.
 fake_rank() {
-  local mode=$1 h c line tag
+  local mode=$1 world=${2:-3} h c line tag
   await_listener
   exec {h}<>/dev/tcp/127.0.0.1/"$port"
-  printf '%s\n' "$(signed "$(hello_body 1 3)")" >&"$h"
+  printf '%s\n' "$(signed "$(hello_body 1 "$world")")" >&"$h"
   read -r -t 20 -u "$h" line && echo "verdict: $line"
   if [[ $mode == impostors ]]; then
     send_pairs "agent node2 1 100 0 $port none - nccl"
@@ -376,6 +376,43 @@ case "$scenario" in
     expect_out rank0-node0-0 "ddp-check: suspect intruder: unreachable: its pairwise agent did not answer in time (TCP round 1)"
     expect_out rank0-node0-0 "pairs: intruder did not answer in time (TCP round 1)"
     expect_no_healthy_named
+    ;;
+  pairs-hung-two)  # two nodes, the fake's agent hangs: it is named, rank 0's own node is not
+    timeout=25
+    extra=("${pairs_opts[@]}")
+    rank 0 0 0 node0 2 1 2
+    fake_rank hang 2 >"$work/fake.out" 2>&1 &
+    pids+=($!)
+    names+=(fake)
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: suspect intruder: unreachable: its pairwise agent did not answer in time (TCP round 1)"
+    expect_out rank0-node0-0 "pairs: no slow node named: fewer than 3 nodes"
+    expect_no_healthy_named
+    ;;
+  pairs-odd-one-round)  # three nodes, one round: node0 sits it out and is not named slow
+    timeout=20
+    extra=("${pairs_opts[@]}" --pairs-rounds 1)
+    rank 0 0 0 node0 3 1 3
+    rank 1 0 1 node1 3 1 3
+    rank 2 0 2 node2 3 1 3
+    finish
+    expect_all_rc 0
+    expect_out rank0-node0-0 "pairs: 3 nodes, 1 of 3 rounds"
+    expect_out rank0-node0-0 "pairs: no slow node named: fewer than 3 nodes measured"
+    expect_out rank0-node0-0 "ddp-check: pairs: OK"
+    expect_no_out rank0-node0-0 "suspect"
+    ;;
+  pairs-auth-none)  # --auth=none: registrations bound to the step, unsigned, the check passes
+    timeout=20
+    extra=("${pairs_opts[@]}")
+    rank 0 0 0 node0 3 1 3 DDP_CHECK_AUTH=none
+    rank 1 0 1 node1 3 1 3 DDP_CHECK_AUTH=none
+    rank 2 0 2 node2 3 1 3 DDP_CHECK_AUTH=none
+    finish
+    expect_all_rc 0
+    expect_out rank0-node0-0 "ddp-check: pairs: OK"
+    expect_no_out rank0-node0-0 "REFUSED"
     ;;
   pairs-held)  # an outsider holds every data port with silent and wrong-nonce connections
     timeout=20
