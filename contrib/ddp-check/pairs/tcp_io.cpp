@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -75,8 +76,8 @@ std::string fresh_nonce() {
   return out;
 }
 
-// Accepts connections on `lfd` until `until` and reads the first line of each, all at once, a
-// byte at a time (nothing beyond the line is taken from the socket): a connection that says
+// Accepts connections on `lfd` until `until` and reads the first line of each, all at once
+// (nothing beyond the line is taken from the socket): a connection that says
 // nothing holds nothing up. `take(conn, peer, line)` gets each line; it may keep the
 // connection (move it out) and returns true to end the wait. A line longer than `max_line`,
 // or a connection that closes first, is dropped.
@@ -90,20 +91,23 @@ void first_lines(int lfd, std::size_t max_line, Clock::time_point until,
   std::vector<Pending> pending;
   bool done = false;
   // Reads what `p` has sent; false when it is to be dropped (a line taken, too long, closed).
+  // Bytes are looked at first (MSG_PEEK) and taken up to the newline only.
   auto read_from = [&](Pending& p) {
+    char buf[4096];
     for (;;) {
-      char c = 0;
-      const ssize_t r = recv(p.fd.fd, &c, 1, 0);
-      if (r == 1 && c == '\n') {
+      const ssize_t seen = recv(p.fd.fd, buf, sizeof buf, MSG_PEEK);
+      if (seen <= 0) return seen < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+      const auto* nl =
+          static_cast<const char*>(std::memchr(buf, '\n', static_cast<std::size_t>(seen)));
+      const std::size_t want =
+          nl ? static_cast<std::size_t>(nl - buf) + 1 : static_cast<std::size_t>(seen);
+      if (recv(p.fd.fd, buf, want, 0) != static_cast<ssize_t>(want)) return false;
+      p.line.append(buf, nl ? want - 1 : want);
+      if (p.line.size() > max_line) return false;
+      if (nl) {
         done = take(p.fd, p.peer, p.line);
         return false;
       }
-      if (r == 1) {
-        p.line += c;
-        if (p.line.size() > max_line) return false;
-        continue;
-      }
-      return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
     }
   };
   while (!done && Clock::now() < until) {
