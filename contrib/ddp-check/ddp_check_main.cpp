@@ -124,6 +124,7 @@ struct Run {
   Session& session;
   const Identity& id;
   const Options& o;
+  const AuthConfig& auth;  // how hellos and pairwise agents are signed and checked
   const PhasePlan& plan;
   Clock::time_point start;
   Clock::time_point deadline;
@@ -235,13 +236,15 @@ int nccl_phase_master(Run& r) {
 }
 
 // A worker's reading of rank 0's verdict.
+// What came over the connection to rank 0 (whoever listened on MASTER_PORT) is a peer's text:
+// it goes through peer_text() so that it never reads as a verdict of this process.
 int verdict_of(const Identity& id, const Exchange& e) {
   if (e.local_fault) {
-    say(who(id) + ": FAILED: " + *e.local_fault);
+    say(who(id) + ": FAILED: " + peer_text(*e.local_fault, k_max_line));
     return k_exit_fault;
   }
   if (e.verdict->kind == Verdict::Kind::fail) {
-    say(who(id) + ": FAILED (verdict of rank 0): " + e.verdict->text);
+    say(who(id) + ": FAILED (verdict of rank 0): " + peer_text(e.verdict->text, k_max_line));
     return k_exit_fault;
   }
   return k_exit_ok;
@@ -287,7 +290,8 @@ int run_phase(Run& r, const PhaseStep& step) {
     case Phase::nccl:
       return master ? nccl_phase_master(r) : nccl_phase_worker(r);
     case Phase::pairs:
-      return master ? pairs_coordinator(r.o, r.id, r.ex.hellos) : pairs_agent(r.o, r.id, step);
+      return master ? pairs_coordinator(r.o, r.id, r.auth, r.ex.hellos)
+                    : pairs_agent(r.o, r.id, r.auth, step);
   }
   return k_exit_fault;
 }
@@ -329,8 +333,9 @@ int main(int argc, char** argv) {
 
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options->timeout_s));
-  Session session(*identity, auth_config(*options, getenv_lookup), deadline);
-  Run run{session, *identity, *options, plan, start, deadline, {}, {}};
+  const AuthConfig auth = auth_config(*options, getenv_lookup);
+  Session session(*identity, auth, deadline);
+  Run run{session, *identity, *options, auth, plan, start, deadline, {}, {}};
   for (const PhaseStep& step : plan.steps) {
     if (const int rc = run_phase(run, step); rc != k_exit_ok) return rc;
   }

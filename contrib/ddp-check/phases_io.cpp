@@ -14,6 +14,7 @@
 #include "ddp-check/fabric/fabric.hpp"
 #include "ddp-check/fabric/probe_io.hpp"
 #include "ddp-check/nccl/nccl_io.hpp"
+#include "ddp-check/pairs/protocol.hpp"
 #include "ddp-check/pairs/tcp_io.hpp"
 #include "libddp/util/suspect.hpp"
 
@@ -37,10 +38,16 @@ void on_alarm(int) {
   _exit(1);
 }
 
-PairsSetup base_setup(const Options& o, const Identity& id) {
+PairsSetup base_setup(const Options& o, const Identity& id, const AuthConfig& auth) {
   PairsSetup s;
   s.master_addr = id.master_addr;
-  s.port = static_cast<std::uint16_t>(id.master_port + 1);
+  if (auto port = pairs_port(id.master_port)) {
+    s.port = *port;
+  } else {
+    s.port_error = port.error().message;
+  }
+  s.auth = auth;
+  s.binding = {id.self.job, id.self.step, id.self.het, id.master_port};
   s.node = slurm_node_name(id.self.host);
   s.seconds = o.pairs_seconds;
   s.threshold = o.pairs_threshold;
@@ -92,8 +99,9 @@ int check_fabric_here(const Options& o, const std::string& node) {
   return rc;
 }
 
-int pairs_coordinator(const Options& o, const Identity& id, const std::vector<Hello>& hellos) {
-  PairsSetup s = base_setup(o, id);
+int pairs_coordinator(const Options& o, const Identity& id, const AuthConfig& auth,
+                      const std::vector<Hello>& hellos) {
+  PairsSetup s = base_setup(o, id, auth);
   s.coordinator = true;
   // In the table's order: by node, then rank.
   std::vector<Hello> sorted = hellos;
@@ -113,8 +121,9 @@ int pairs_coordinator(const Options& o, const Identity& id, const std::vector<He
   return run_pairs(s);
 }
 
-int pairs_agent(const Options& o, const Identity& id, const PhaseStep& step) {
-  PairsSetup s = base_setup(o, id);
+int pairs_agent(const Options& o, const Identity& id, const AuthConfig& auth,
+                const PhaseStep& step) {
+  PairsSetup s = base_setup(o, id, auth);
   s.deadline = pairs_deadline(step);
   return run_pairs(s);
 }

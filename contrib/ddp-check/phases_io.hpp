@@ -9,6 +9,7 @@
 #include "ddp-check/options.hpp"
 #include "ddp-check/phase_plan.hpp"
 #include "ddp-check/rendezvous/hello.hpp"
+#include "ddp-check/rendezvous/session_io.hpp"
 
 namespace ddp::check {
 
@@ -25,8 +26,10 @@ void arm_watchdog(unsigned seconds);
 
 // Rank 0: the pairwise phase over the nodes of `hellos` (one agent per host, table order),
 // bounded by pairs_step() for that many nodes.
-int pairs_coordinator(const Options& o, const Identity& id, const std::vector<Hello>& hellos);
+int pairs_coordinator(const Options& o, const Identity& id, const AuthConfig& auth,
+                      const std::vector<Hello>& hellos);
 // This node's agent (the plan runs it on the first process of each node), bounded by `step`.
-int pairs_agent(const Options& o, const Identity& id, const PhaseStep& step);
+int pairs_agent(const Options& o, const Identity& id, const AuthConfig& auth,
+                const PhaseStep& step);
 
 }  // namespace ddp::check

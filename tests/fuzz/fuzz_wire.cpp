@@ -57,11 +57,44 @@ void check_pairs_line(std::string_view line) {
     require(again.find('\n') == std::string::npos);
     auto back = parse_agent_hello(again);
     require(back && back->node == hello->node && back->port == hello->port &&
+            back->job == hello->job && back->step == hello->step &&
+            back->master_port == hello->master_port && back->auth == hello->auth &&
+            back->cred == hello->cred &&
             back->nccl_unavailable.has_value() == hello->nccl_unavailable.has_value());
+    // What the credential signs is the line without the credential, never empty.
+    const std::string signed_text = agent_signed_part(line);
+    require(!signed_text.empty() && signed_text.size() < line.size());
+    const StepBinding own{"100", "0", "-", 29500};
+    auto why = agent_binding_refusal(*hello, own, AuthMode::munge);
+    require(!why || is_printable(*why));
     std::vector<AgentNccl> registered{{hello->node, hello->nccl_unavailable}, {"node", {}}};
     auto skip = nccl_pairs_skip(true, registered);
     require(!skip || is_printable(*skip));
   }
+  if (auto serve = parse_serve(line)) {
+    auto back = parse_serve(format_serve(*serve));
+    require(back && back->tag == serve->tag && back->nonce == serve->nonce);
+  }
+  if (auto measure = parse_measure(line)) {
+    auto back = parse_measure(format_measure(*measure));
+    require(back && back->tag == measure->tag && back->addr == measure->addr &&
+            back->port == measure->port && back->nonce == measure->nonce);
+  }
+  if (auto answer = parse_tcp_answer(line)) {
+    // A figure that parses is finite and within bounds, and formats back to one that parses.
+    require(!answer->gbit_s || (*answer->gbit_s >= 0 && *answer->gbit_s <= k_max_tcp_gbit_s));
+    require(!answer->rtt_us || (*answer->rtt_us >= 0 && *answer->rtt_us <= k_max_rtt_us));
+    const std::string again = format_tcp_answer(*answer);
+    require(again.find('\n') == std::string::npos);
+    auto back = parse_tcp_answer(again);
+    require(back && back->tag == answer->tag &&
+            back->gbit_s.has_value() == answer->gbit_s.has_value());
+  }
+  if (auto served = parse_served(line)) require(served->first <= 0xffffffffu);
+  // Nothing a peer sends is printed where it reads as a verdict.
+  const std::string shown = peer_text(line);
+  require(is_printable(shown) && shown.find("ddp-check:") == std::string::npos &&
+          shown.find("DDP-CHECK:") == std::string::npos);
   if (auto request = parse_nccl_request(line)) {
     auto back = parse_nccl_request(format_nccl_request(*request));
     require(back && back->tag == request->tag && back->rank == request->rank &&
@@ -72,6 +105,7 @@ void check_pairs_line(std::string_view line) {
     require(again.find('\n') == std::string::npos);
     auto back = parse_nccl_answer(again);
     require(back && back->tag == answer->tag && back->gb_s.has_value() == answer->gb_s.has_value());
+    require(!answer->gb_s || (*answer->gb_s >= 0 && *answer->gb_s <= k_max_nccl_gb_s));
   }
 }
 

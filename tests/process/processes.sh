@@ -59,6 +59,7 @@ munge_sock=/nonexistent
 [[ $scenario == bad-env ]] || start_munged
 
 nccl_flag=--no-nccl
+extra=()  # more options for every process (the pairwise scenarios add --pairs)
 
 # start NAME VAR=VALUE... : one ddp-check process with exactly this environment.
 start() {
@@ -66,7 +67,7 @@ start() {
   shift
   env -i PATH="$PATH" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" SLURM_JOB_ID=100 SLURM_STEP_ID=0 \
     DDP_CHECK_MUNGE_SOCKET="$munge_sock" "$@" \
-    "$bin" --timeout "$timeout" $nccl_flag >"$work/$name.out" 2>&1 &
+    "$bin" --timeout "$timeout" $nccl_flag "${extra[@]}" >"$work/$name.out" 2>&1 &
   pids+=($!)
   names+=("$name")
 }
@@ -196,8 +197,257 @@ expect_no_out() {
   fi
 }
 
+# --- the pairwise phase (--pairs) ---
+# Every node's agent registers on MASTER_PORT + 1 with a line its credential signs:
+# "agent NODE DATAPORT JOB STEP MASTER_PORT AUTH CRED nccl" (the credential signs the line
+# without CRED).
+pairs_port=$((port + 1))
+# Loopback figures of a loaded machine differ by 10x between pairs: only a node an order of
+# magnitude below the others would be slow, so a node named here was named for what it sent.
+pairs_opts=(--pairs --pairs-seconds 0.1 --pairs-threshold 0.01)
+
+# agent_line NODE [JOB] [munge options]: a registration of this user's credential for NODE.
+agent_line() {
+  local node=$1 job=${2:-100}
+  shift 2 2>/dev/null || shift $#
+  local body="agent $node 1 $job 0 $port munge nccl"
+  printf 'agent %s 1 %s 0 %s munge %s nccl' "$node" "$job" "$port" \
+    "$(printf %s "$body" | "$@" munge -S "$munge_sock")"
+}
+
+# send_pairs LINE: LINE on its own connection to the pairwise port, once it listens.
+send_pairs() {
+  for _ in $(seq 400); do
+    { printf '%s\n' "$1" >/dev/tcp/127.0.0.1/"$pairs_port"; } 2>/dev/null && return
+    sleep 0.01
+  done
+}
+
+# fake_rank MODE [WORLD]: RANK 1 of WORLD (default 3) ("intruder", node index 1) as a script of this user: a signed
+# hello, then a signed agent that misbehaves as MODE says: impostors (forged registrations
+# naming node2 before its own), a figure (inf, nan, -3, 1e308), stale (answers with an old
+# tag), hang (registers, then never answers). Its output goes to $work/fake.out.
+fake_rank() {
+  local mode=$1 world=${2:-3} h c line tag
+  await_listener
+  exec {h}<>/dev/tcp/127.0.0.1/"$port"
+  printf '%s\n' "$(signed "$(hello_body 1 "$world")")" >&"$h"
+  read -r -t 20 -u "$h" line && echo "verdict: $line"
+  if [[ $mode == impostors ]]; then
+    send_pairs "agent node2 1 100 0 $port none - nccl"
+    send_pairs "agent node2 1 100 0 $port munge MUNGE:AwQFAAD2forged0credential: nccl"
+    send_pairs "$(agent_line node2 100 setpriv --reuid=65534 --regid=65534 --clear-groups)"
+    send_pairs "$(agent_line node2 101)"
+    send_pairs "$(agent_line node2 | sed 's/^agent node2 /agent node0 /')"
+    send_pairs "ddp-check: suspect node2: slow: forged by an impostor"
+    sleep 0.3
+  fi
+  for _ in $(seq 400); do
+    exec {c}<>/dev/tcp/127.0.0.1/"$pairs_port" 2>/dev/null && break
+    sleep 0.01
+  done
+  printf '%s\n' "$(agent_line intruder)" >&"$c"
+  while read -r -t 30 -u "$c" line; do
+    echo "got: $line"
+    [[ $line == "done" ]] && break
+    [[ $mode == hang ]] && continue
+    read -r _ tag _ <<<"$line"
+    case $line in
+      serve*) printf 'served %s\n' "$tag" >&"$c" ;;
+      measure*)
+        case $mode in
+          stale) printf 'result %s 9.0 50.0\n' "$((tag + 1000))" >&"$c" ;;
+          impostors) printf 'result %s - - the fake measures nothing\n' "$tag" >&"$c" ;;
+          *) printf 'result %s %s 50.0\n' "$tag" "$mode" >&"$c" ;;
+        esac
+        ;;
+    esac
+  done
+  exec {c}>&- {h}>&-
+}
+
+# pairs_world MODE: rank 0 (node0) and rank 2 (node2) real, RANK 1 the fake (fake_rank MODE).
+pairs_world() {
+  extra=("${pairs_opts[@]}")
+  rank 0 0 0 node0 3 1 3
+  rank 2 0 2 node2 3 1 3
+  fake_rank "$1" >"$work/fake.out" 2>&1 &
+  pids+=($!)
+  names+=(fake)
+}
+
+# hold_data_ports: an outsider (this shell) that, once the pairwise port listens, connects to
+# every other port the ddp-check processes listen on, again and again, and sends nothing or a
+# wrong nonce; what it found goes to $work/holder.out.
+hold_data_ports() {
+  local fds=() seen=" $port $pairs_port " p fd pid inode
+  for _ in $(seq 300); do
+    for pid in "${pids[@]}"; do
+      for inode in $(find /proc/"$pid"/fd -lname 'socket:*' -printf '%l\n' 2>/dev/null | tr -dc '0-9\n'); do
+        for p in $(awk -v i="$inode" '$4 == "0A" && $10 == i { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+          p=$((16#$p))
+          [[ $seen == *" $p "* ]] && continue
+          seen+="$p "
+          echo "held data port $p"
+        done
+      done
+    done
+    for p in $seen; do
+      [[ $p == "$port" || $p == "$pairs_port" ]] && continue
+      exec {fd}<>/dev/tcp/127.0.0.1/"$p" 2>/dev/null || continue
+      fds+=("$fd")
+      ((${#fds[@]} % 2)) && { printf '%032x\n' "$RANDOM" >&"$fd"; } 2>/dev/null
+    done
+    ((${#fds[@]} > 600)) && break
+    sleep 0.02
+  done >"$work/holder.out" 2>&1
+  sleep 30
+}
+
+# expect_no_healthy_named: neither node0 nor node2 (the real, healthy nodes) is named.
+expect_no_healthy_named() {
+  expect_no_out rank0-node0-0 "ddp-check: suspect node0:"
+  expect_no_out rank0-node0-0 "ddp-check: suspect node2:"
+  if grep -qE '^ +[0-9]+ node[02] .* SLOW$' "$work/rank0-node0-0.out"; then
+    echo "FAIL: a healthy node's row of the table says SLOW"
+    failures=$((failures + 1))
+  fi
+  # Nothing a peer sent reads as a verdict: no suspect line but at the start of a line.
+  if grep -v '^ddp-check: suspect ' "$work/rank0-node0-0.out" | grep -q 'ddp-check: suspect'; then
+    echo "FAIL: rank 0 printed a suspect line inside another line"
+    failures=$((failures + 1))
+  fi
+}
+
 t0=$(date +%s.%N)
 case "$scenario" in
+  pairs-healthy)  # three real nodes: every pair measured, no node named
+    timeout=20
+    extra=("${pairs_opts[@]}")
+    rank 0 0 0 node0 3 1 3
+    rank 1 0 1 node1 3 1 3
+    rank 2 0 2 node2 3 1 3
+    finish
+    expect_all_rc 0
+    expect_out rank0-node0-0 "pairs: round 3 of 3 done"
+    expect_out rank0-node0-0 "ddp-check: pairs: OK"
+    expect_no_out rank0-node0-0 "suspect"
+    ;;
+  pairs-impostor)  # registrations naming node2 without this user's credential for this step
+    timeout=20
+    pairs_world impostors
+    finish
+    expect_rc rank0-node0-0 1  # the fake's data port takes nothing: its pairs are not measured
+    expect_out rank0-node0-0 "ddp-check: pairs: REFUSED: refused a pairwise agent from 127.0.0.1 (claims node node2): its registration carries no MUNGE credential"
+    expect_out rank0-node0-0 "(claims node node2): MUNGE refused its credential: an invalid credential"
+    expect_out rank0-node0-0 "(claims node node2): its credential is of uid 65534, this job runs as uid $(id -u)"
+    expect_out rank0-node0-0 "(claims node node2): its registration belongs to job 101 step 0, this check is job 100 step 0"
+    expect_out rank0-node0-0 "(claims node node0): its credential signs another hello"
+    expect_out rank0-node0-0 "refused a pairwise agent from 127.0.0.1: not a registration of this version of ddp-check"
+    expect_out rank0-node0-0 "pairs: not measured: node0 - intruder: cannot connect to 127.0.0.1"
+    expect_no_healthy_named
+    ;;
+  pairs-inf|pairs-nan|pairs-negative|pairs-absurd)  # the fake measures and reports a bad figure
+    timeout=20
+    case $scenario in
+      pairs-inf) pairs_world inf ;;
+      pairs-nan) pairs_world nan ;;
+      pairs-negative) pairs_world -3 ;;
+      pairs-absurd) pairs_world 1e308 ;;
+    esac
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: suspect intruder: unreachable: its pairwise agent answered what rank 0 refuses (a malformed or out-of-bounds figure) (TCP round 1)"
+    expect_no_healthy_named
+    ;;
+  pairs-stale)  # the fake answers with another pair's tag: discarded, the fake did not answer
+    timeout=25
+    pairs_world stale
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: suspect intruder: unreachable: its pairwise agent did not answer in time (TCP round 1)"
+    expect_no_healthy_named
+    ;;
+  pairs-hung)  # the fake registers and never answers: named as silent, its measurer is not
+    timeout=25
+    pairs_world hang
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: suspect intruder: unreachable: its pairwise agent did not answer in time (TCP round 1)"
+    expect_out rank0-node0-0 "pairs: intruder did not answer in time (TCP round 1)"
+    expect_no_healthy_named
+    ;;
+  pairs-hung-two)  # two nodes, the fake's agent hangs: it is named, rank 0's own node is not
+    timeout=25
+    extra=("${pairs_opts[@]}")
+    rank 0 0 0 node0 2 1 2
+    fake_rank hang 2 >"$work/fake.out" 2>&1 &
+    pids+=($!)
+    names+=(fake)
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: suspect intruder: unreachable: its pairwise agent did not answer in time (TCP round 1)"
+    expect_out rank0-node0-0 "pairs: no slow node named: fewer than 3 nodes"
+    expect_no_healthy_named
+    ;;
+  pairs-odd-one-round)  # three nodes, one round: node0 sits it out and is not named slow
+    timeout=20
+    extra=("${pairs_opts[@]}" --pairs-rounds 1)
+    rank 0 0 0 node0 3 1 3
+    rank 1 0 1 node1 3 1 3
+    rank 2 0 2 node2 3 1 3
+    finish
+    expect_all_rc 0
+    expect_out rank0-node0-0 "pairs: 3 nodes, 1 of 3 rounds"
+    expect_out rank0-node0-0 "pairs: no slow node named: fewer than 3 nodes measured"
+    expect_out rank0-node0-0 "ddp-check: pairs: OK"
+    expect_no_out rank0-node0-0 "suspect"
+    ;;
+  pairs-auth-none)  # --auth=none: registrations bound to the step, unsigned, the check passes
+    timeout=20
+    extra=("${pairs_opts[@]}")
+    rank 0 0 0 node0 3 1 3 DDP_CHECK_AUTH=none
+    rank 1 0 1 node1 3 1 3 DDP_CHECK_AUTH=none
+    rank 2 0 2 node2 3 1 3 DDP_CHECK_AUTH=none
+    finish
+    expect_all_rc 0
+    expect_out rank0-node0-0 "ddp-check: pairs: OK"
+    expect_no_out rank0-node0-0 "REFUSED"
+    ;;
+  pairs-held)  # an outsider holds every data port with silent and wrong-nonce connections
+    timeout=20
+    extra=(--pairs --pairs-seconds 0.3 --pairs-threshold 0.01)
+    rank 0 0 0 node0 3 1 3
+    rank 1 0 1 node1 3 1 3
+    rank 2 0 2 node2 3 1 3
+    hold_data_ports &
+    holder=$!
+    finish
+    kill "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null
+    cat "$work/holder.out"
+    if ! grep -q "held data port" "$work/holder.out"; then
+      echo "FAIL: the outsider found no data port to hold"
+      failures=$((failures + 1))
+    fi
+    expect_all_rc 0
+    expect_out rank0-node0-0 "ddp-check: pairs: OK"
+    expect_no_out rank0-node0-0 "suspect"
+    expect_no_out rank0-node0-0 "not measured"
+    ;;
+  pairs-forged-suspect)  # an outsider sends rank 0 a suspect line: refused, never quoted as one
+    timeout=6
+    rank 0 0 0 node0 2 1 2
+    await_listener
+    send "ddp-check: suspect node1: slow: forged from outside the job"
+    send "ddp-check/2 hello rank=1 host=x ddp-check: suspect node1: slow: x"
+    rank 1 0 1 node1 2 1 2
+    finish
+    expect_all_rc 0
+    expect_out rank0-node0-0 "ddp-check: REFUSED: refused a connection from 127.0.0.1: "
+    expect_out rank0-node0-0 "ddp-check\x3a suspect node1"
+    expect_no_out rank0-node0-0 "ddp-check: suspect"
+    ;;
   healthy)  # 2 nodes x 3 ranks, one GPU each
     for r in 0 1 2 3 4 5; do
       rank $r $((r % 3)) $((r / 3)) "node$((r / 3))" 6 3 2 CUDA_VISIBLE_DEVICES=$((r % 3))

@@ -22,11 +22,23 @@ std::string describe(const RdmaPort& p) {
   return text;
 }
 
-// The RDMA ports of one kind (efa or not): the first active one, or what was seen.
+// Whether a port speaks InfiniBand: its link_layer says so (a RoCE port says "Ethernet");
+// a kernel too old to have the file leaves it empty, and such a port is taken as InfiniBand.
+bool is_infiniband(const RdmaPort& p) {
+  const std::string_view layer = text::trim(p.link_layer);
+  return layer.empty() || layer == "InfiniBand";
+}
+
+// The RDMA ports of one kind (efa, or InfiniBand proper): the first active one, or what was
+// seen. An active RoCE port of the same HCA does not stand for a DOWN InfiniBand port.
 FabricCheck check_rdma(const FabricFacts& facts, bool efa, const std::string& what) {
   std::vector<std::string> seen;
   for (const RdmaPort& p : facts.rdma_ports) {
     if ((p.driver == "efa") != efa) continue;
+    if (!efa && !is_infiniband(p)) {
+      seen.push_back(describe(p));
+      continue;
+    }
     if (is_active(p)) return {true, describe(p), ""};
     seen.push_back(describe(p));
   }

@@ -51,8 +51,9 @@ struct FabricCheck {
 };
 
 // Whether `facts` show `fabric` present and active: ib, an RDMA port in state ACTIVE whose
-// driver is not efa; efa, an ACTIVE port of an efa device; cxi, a CXI device (and, when sysfs
-// lists its Ethernet side, one of those links up); socket, a non-loopback interface up.
+// driver is not efa and whose link layer is InfiniBand (an ACTIVE RoCE port does not count); efa,
+// an ACTIVE port of an efa device; cxi, a CXI device (and, when sysfs lists its Ethernet side, one
+// of those links up); socket, a non-loopback interface up.
 FabricCheck check_fabric(Fabric fabric, const FabricFacts& facts);
 
 // The files NCCL dlopen()s for NCCL_NET_PLUGIN=`name`, in its order: NAME itself, then

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ddp-check/net/socket_io.hpp"
+#include "ddp-check/rendezvous/admit.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::check {
@@ -15,7 +16,7 @@ namespace ddp::check {
 struct PairAgent {
   net::Fd ctl;
   std::string buf;      // what was read from `ctl` beyond the last line
-  std::string name;     // the node's name, from the agent
+  std::string name;     // the node's name, as the agent's credential signs it
   std::string address;  // where it connected from: its peers measure against this address
   std::uint16_t port = 0;
   std::optional<std::string> nccl_unavailable;  // why it cannot run NCCL; nullopt: it can
@@ -23,7 +24,7 @@ struct PairAgent {
 
 // "node01 - node03", printable, for the lines about a pair that could not be measured.
 inline std::string pair_name(const PairAgent& a, const PairAgent& b) {
-  return text::printable(a.name, 64) + " - " + text::printable(b.name, 64);
+  return peer_text(a.name, 64) + " - " + peer_text(b.name, 64);
 }
 
 }  // namespace ddp::check

@@ -18,15 +18,21 @@ Clock::time_point after(double seconds, Clock::time_point deadline) {
 }
 
 // The answer tagged `tag` from `agent` before `until`. Late lines (an answer to an earlier
-// request, a TCP round's "served" that came after its round) are passed over.
-NcclPairAnswer await_answer(PairAgent& agent, std::uint32_t tag, Clock::time_point until) {
+// request, a TCP round's answer that came after its round) are passed over; nullopt, and
+// `why`, when none came or the line was refused (malformed, a figure out of bounds).
+std::optional<NcclPairAnswer> await_answer(PairAgent& agent, std::uint32_t tag,
+                                           Clock::time_point until, std::string& why) {
   while (auto line = net::read_line(agent.ctl.fd, agent.buf, until)) {
     if (!line->starts_with("nccl-result ")) continue;
     auto answer = parse_nccl_answer(*line);
-    if (!answer) return {tag, std::nullopt, "malformed answer " + text::quote(*line, 60)};
+    if (!answer) {
+      why = "answered what rank 0 refuses (a malformed or out-of-bounds figure)";
+      return std::nullopt;
+    }
     if (answer->tag == tag) return *answer;
   }
-  return {tag, std::nullopt, "no answer in time"};
+  why = "did not answer in time";
+  return std::nullopt;
 }
 
 // Sends a fresh NCCL id to both sides of a pair, as ranks 0 and 1; why not, when it could not.
@@ -41,26 +47,31 @@ std::optional<std::string> start_pair(PairAgent& a, PairAgent& b, std::uint32_t 
   return std::nullopt;
 }
 
-// Reads both sides' answers to `tag`; the pair's figure is the slower side.
-void collect_pair(PairAgent& a, PairAgent& b, std::uint32_t tag, Clock::time_point until,
-                  PairResult& r, std::vector<std::string>& failures) {
-  const NcclPairAnswer first = await_answer(a, tag, until);
-  const NcclPairAnswer second = await_answer(b, tag, until);
-  if (first.gb_s && second.gb_s) {
-    r.bandwidth = std::min(*first.gb_s, *second.gb_s);
+// Reads both sides' answers to `tag`; the pair's figure is the slower side. A side that does
+// not answer is silent, and the pair counts for neither.
+void collect_pair(PairAgent& a, PairAgent& b, const NodePair& p, std::uint32_t tag,
+                  Clock::time_point until, const std::string& where, PairResult& r,
+                  std::vector<std::string>& silence, std::vector<std::string>& failures) {
+  std::string why_a, why_b;
+  const auto first = await_answer(a, tag, until, why_a);
+  const auto second = await_answer(b, tag, until, why_b);
+  if (!first) silence[p.first] = why_a + where;
+  if (!second) silence[p.second] = why_b + where;
+  if (!first || !second) return;
+  if (first->gb_s && second->gb_s) {
+    r.bandwidth = std::min(*first->gb_s, *second->gb_s);
     return;
   }
   std::vector<std::string> why;
-  if (!first.gb_s)
-    why.push_back(text::printable(a.name, 64) + ": " + text::printable(first.why, 300));
-  if (!second.gb_s)
-    why.push_back(text::printable(b.name, 64) + ": " + text::printable(second.why, 300));
+  if (!first->gb_s) why.push_back(peer_text(a.name, 64) + ": " + peer_text(first->why, 300));
+  if (!second->gb_s) why.push_back(peer_text(b.name, 64) + ": " + peer_text(second->why, 300));
   failures.push_back(pair_name(a, b) + ": " + text::join(why, "; "));
 }
 
 }  // namespace
 
 std::vector<PairResult> run_nccl_rounds(std::vector<std::optional<PairAgent>>& agents,
+                                        std::vector<std::string>& silence,
                                         const std::vector<PairRound>& rounds,
                                         Clock::time_point deadline,
                                         std::vector<std::string>& failures,
@@ -76,16 +87,19 @@ std::vector<PairResult> run_nccl_rounds(std::vector<std::optional<PairAgent>>& a
       results.push_back({p, std::nullopt, std::nullopt});
       auto& a = agents[p.first];
       auto& b = agents[p.second];
-      if (!a || !b) continue;  // a node that did not join: no figure, as over TCP
+      // A node that did not join or fell silent: no figure, and none against its partner.
+      if (!a || !b || !silence[p.first].empty() || !silence[p.second].empty()) continue;
       if (auto why = start_pair(*a, *b, ++tag, until)) {
         failures.push_back(pair_name(*a, *b) + ": " + *why);
       } else {
         started.emplace_back(results.size() - 1, tag);
       }
     }
+    const std::string where = " (NCCL round " + text::decimal(finished + 1) + ")";
     for (const auto& [index, pair_tag] : started) {
-      const NodePair& p = results[index].pair;
-      collect_pair(*agents[p.first], *agents[p.second], pair_tag, until, results[index], failures);
+      const NodePair p = results[index].pair;
+      collect_pair(*agents[p.first], *agents[p.second], p, pair_tag, until, where, results[index],
+                   silence, failures);
     }
     done(++finished);
   }

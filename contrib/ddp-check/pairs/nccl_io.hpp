@@ -19,8 +19,11 @@ namespace ddp::check {
 
 // Rank 0: runs `rounds` over the registered agents, calling `done` with the count of rounds
 // finished after each; one result per pair, and one line per pair that could not be measured in
-// `failures` ("node01 - node03: node01: WHY").
+// `failures` ("node01 - node03: node01: WHY"). `silence[i]` is empty while node i's agent
+// answers; a side that does not answer its round in time, or answers a figure rank 0 refuses
+// (protocol.hpp's bounds), gets the reason there, and takes part in no later pair.
 std::vector<PairResult> run_nccl_rounds(std::vector<std::optional<PairAgent>>& agents,
+                                        std::vector<std::string>& silence,
                                         const std::vector<PairRound>& rounds,
                                         std::chrono::steady_clock::time_point deadline,
                                         std::vector<std::string>& failures,

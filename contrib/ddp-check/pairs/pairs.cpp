@@ -122,25 +122,40 @@ std::vector<PairRound> pair_rounds(std::uint32_t nodes, std::uint32_t max_rounds
 }
 
 PairVerdict judge_pairs(std::uint32_t nodes, const std::vector<PairResult>& results,
-                        double threshold) {
+                        double threshold, const std::vector<bool>& silent) {
   PairVerdict v;
   v.node_bandwidth.assign(nodes, 0.0);
+  v.scored.assign(nodes, false);
+  auto is_silent = [&](std::uint32_t n) { return n < silent.size() && silent[n]; };
+  for (std::uint32_t n = 0; n < nodes; ++n) {
+    if (is_silent(n)) v.silent.push_back(n);
+  }
   for (const PairResult& r : results) {
     if (r.pair.first >= nodes || r.pair.second >= nodes) continue;
+    if (is_silent(r.pair.first) || is_silent(r.pair.second)) continue;
     const double bw = r.bandwidth.value_or(0.0);
     for (std::uint32_t n : {r.pair.first, r.pair.second}) {
       v.node_bandwidth[n] = std::max(v.node_bandwidth[n], bw);
+      v.scored[n] = true;
     }
   }
-  v.median = median(v.node_bandwidth);
+  std::vector<double> figures;
+  for (std::uint32_t n = 0; n < nodes; ++n) {
+    if (v.scored[n]) figures.push_back(v.node_bandwidth[n]);
+  }
+  v.median = median(figures);
   if (nodes < 3) {
     v.undecided = "fewer than 3 nodes: a slow pair does not tell which of its nodes is slow";
+  } else if (figures.size() < 3) {
+    v.undecided =
+        "fewer than 3 nodes measured (the others sat out or did not answer): a slow pair does "
+        "not tell which of its nodes is slow";
   } else if (v.median <= 0) {
     // Half the nodes or more measured nothing: the fault is not one node's.
     v.undecided = "no bandwidth measured for half of the nodes or more";
   } else {
     for (std::uint32_t n = 0; n < nodes; ++n) {
-      if (v.node_bandwidth[n] < threshold * v.median) v.slow.push_back(n);
+      if (v.scored[n] && v.node_bandwidth[n] < threshold * v.median) v.slow.push_back(n);
     }
   }
   return v;
@@ -167,6 +182,10 @@ std::string render_pair_table(const std::vector<std::string>& hosts,
   };
   auto figure = [&](std::size_t i) {
     bool slow = std::find(verdict.slow.begin(), verdict.slow.end(), i) != verdict.slow.end();
+    bool silent =
+        std::find(verdict.silent.begin(), verdict.silent.end(), i) != verdict.silent.end();
+    if (silent) return std::string("- NO ANSWER");
+    if (i < verdict.scored.size() && !verdict.scored[i]) return std::string("-");
     double value = i < verdict.node_bandwidth.size() ? verdict.node_bandwidth[i] : 0.0;
     return fixed1(value) + (slow ? " SLOW" : "");
   };

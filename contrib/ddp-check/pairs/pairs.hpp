@@ -54,17 +54,24 @@ struct PairVerdict {
   // measured). The best, not the mean: a healthy node's pairs with a slow peer are slow too,
   // but its pair with another healthy node is not, so only the slow node scores low.
   std::vector<double> node_bandwidth;
-  double median = 0;
-  std::vector<std::uint32_t> slow;  // nodes below threshold x median, in index order
+  // Whether a node has a figure: it took part in a pair whose sides both answered. A node that
+  // sat every round out or met only silent peers has none, and is never named slow.
+  std::vector<bool> scored;
+  double median = 0;                  // of the scored nodes' figures
+  std::vector<std::uint32_t> slow;    // scored nodes below threshold x median, in index order
+  std::vector<std::uint32_t> silent;  // the nodes given as silent, in index order
   // Why no node can be named: fewer than three measured nodes cannot say which side of a
   // slow pair is at fault.
   std::optional<std::string> undecided;
 };
 
 // Scores the nodes from the results of `nodes` nodes and names those below `threshold` times
-// the median of the node figures.
+// the median of the scored nodes' figures. `silent[i]` marks a node whose agent did not answer
+// rank 0 (or answered what rank 0 refused): its pairs count for neither side, so a silent node
+// never makes its partner look slow, and it is not named slow itself (its caller names it as
+// silent).
 PairVerdict judge_pairs(std::uint32_t nodes, const std::vector<PairResult>& results,
-                        double threshold);
+                        double threshold, const std::vector<bool>& silent = {});
 
 // Up to this many nodes the table is node x node; above, one line per node would not fit a
 // terminal either, and only the lowest nodes are listed.

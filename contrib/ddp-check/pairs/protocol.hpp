@@ -1,10 +1,16 @@
-// The control lines of the pairwise phase that carry NCCL, and whether the NCCL pairs run.
-// Pure: lines in, values out, so that tests drive them with tables.
+// The control lines of the pairwise phase, their admission and bounds, and whether the NCCL
+// pairs run. Pure: lines in, values out, so that tests drive them with tables.
 //
-// Agent -> rank 0:  "agent NODE DATAPORT nccl" (it can run NCCL send/recv) or
-//                   "agent NODE DATAPORT no-nccl WHY"
-// rank 0 -> agent:  "nccl-pair TAG RANK ID" (join the two-rank communicator ID, hex, as RANK)
-// agent -> rank 0:  "nccl-result TAG GBPS" or "nccl-result TAG - WHY"
+// Agent -> rank 0:  "agent NODE DATAPORT JOB STEP MASTER_PORT AUTH CRED nccl" (it can run NCCL
+//                   send/recv) or "... CRED no-nccl WHY": the registration, bound to the step
+//                   and, with AUTH "munge", signed by a MUNGE credential CRED of everything on
+//                   the line but CRED itself (agent_signed_part); CRED is "-" with AUTH "none"
+// rank 0 -> agent:  "serve TAG NONCE" (take the two data connections that open with NONCE),
+//                   "measure TAG ADDR PORT NONCE" (measure against that peer, opening each data
+//                   connection with NONCE), "nccl-pair TAG RANK ID" (join the two-rank
+//                   communicator ID, hex, as RANK), "done"
+// agent -> rank 0:  "served TAG" or "not-served TAG", "result TAG GBITS RTT_US" or
+//                   "result TAG - - WHY", "nccl-result TAG GBPS" or "nccl-result TAG - WHY"
 #pragma once
 
 #include <cstdint>
@@ -13,6 +19,9 @@
 #include <string_view>
 #include <vector>
 
+#include "ddp-check/rendezvous/admit.hpp"
+#include "ddp-check/rendezvous/hello.hpp"
+
 namespace ddp::check {
 
 // What an agent says when it registers.
@@ -20,12 +29,75 @@ struct AgentHello {
   std::string node;
   std::uint16_t port = 0;                       // where it takes its peers' TCP connections
   std::optional<std::string> nccl_unavailable;  // why it cannot run NCCL; nullopt: it can
+  std::string job = "-";                        // the step it runs in (StepBinding's tokens)
+  std::string step = "-";
+  std::uint32_t master_port = 0;  // the MASTER_PORT of the check it registers with
+  AuthMode auth = AuthMode::munge;
+  std::string cred = "-";  // the MUNGE credential of agent_signed_part(); "-" with auth none
 };
 
-// The registration line, without its newline; a reason's line breaks become spaces.
+// The registration line, without its newline; a reason's line breaks become spaces, the node,
+// job and step are wire_token()s.
 std::string format_agent_hello(const AgentHello& hello);
 // nullopt for anything but a well-formed registration (port 1-65535, a node name).
 std::optional<AgentHello> parse_agent_hello(std::string_view line);
+// What a registration's credential signs: the line without its CRED word ("" when the line
+// has no CRED word where one belongs).
+std::string agent_signed_part(std::string_view line);
+
+// Why rank 0 refuses a registration that claims another job, step, MASTER_PORT, or comes
+// without a credential when this check wants one; nullopt when the claim matches. The
+// credential itself is judged by credential_refusal() (admit.hpp) on agent_signed_part().
+std::optional<std::string> agent_binding_refusal(const AgentHello& hello, const StepBinding& own,
+                                                 AuthMode mode);
+
+// The pairwise phase's port from MASTER_PORT: MASTER_PORT + 1, or MASTER_PORT - 1 for 65535 (a
+// port never wraps to 0); an error for a MASTER_PORT outside 1-65535.
+Result<std::uint16_t> pairs_port(std::uint32_t master_port);
+
+// The largest figures an agent may report: beyond them a figure is absurd, refused like a
+// malformed line (the agent is taken as not having answered). TCP in Gbit/s, NCCL in GB/s,
+// round trips in microseconds.
+inline constexpr double k_max_tcp_gbit_s = 10000;
+inline constexpr double k_max_nccl_gb_s = 10000;
+inline constexpr double k_max_rtt_us = 100e6;
+
+// A finite figure in [0, max] written in full ("inf", "nan", "-1", "1e999" are nullopt).
+std::optional<double> bounded_figure(std::string_view text, double max);
+
+// A data connection's opening line: 32 lowercase hex digits, fresh for every pair.
+inline constexpr std::size_t k_nonce_chars = 32;
+bool valid_nonce(std::string_view nonce);
+
+// Rank 0's TCP requests, and the agents' answers to them.
+struct TcpServe {
+  std::uint32_t tag = 0;
+  std::string nonce;
+};
+struct TcpMeasure {
+  std::uint32_t tag = 0;
+  std::string addr;
+  std::uint16_t port = 0;
+  std::string nonce;
+};
+std::string format_serve(const TcpServe& request);
+std::optional<TcpServe> parse_serve(std::string_view line);
+std::string format_measure(const TcpMeasure& request);
+std::optional<TcpMeasure> parse_measure(std::string_view line);
+
+// A measuring side's answer: both figures, or why there are none.
+struct TcpAnswer {
+  std::uint32_t tag = 0;
+  std::optional<double> gbit_s;
+  std::optional<double> rtt_us;
+  std::string why;  // when gbit_s is nullopt
+};
+// "result TAG GBITS RTT_US" or "result TAG - - WHY"; nullopt for anything else, a figure out
+// of bounds (bounded_figure) included.
+std::string format_tcp_answer(const TcpAnswer& answer);
+std::optional<TcpAnswer> parse_tcp_answer(std::string_view line);
+// The serving side's answer: "served TAG" (true) or "not-served TAG" (false); nullopt else.
+std::optional<std::pair<std::uint32_t, bool>> parse_served(std::string_view line);
 
 // Rank 0's request to one side of a pair. `tag` tells a late answer from the current one.
 struct NcclPairRequest {

@@ -1,6 +1,9 @@
 // ddp-check --pairs over TCP: after the rendezvous proved the world, one agent per node
 // measures round-trip time and bandwidth against the peers rank 0 names, round by round
-// (pairs.hpp); rank 0 judges and names the slow nodes. Every wait is bounded by the deadline.
+// (pairs.hpp); rank 0 judges and names the slow nodes. Agents register with a MUNGE credential
+// as the ranks' hellos do (or bound to the step alone with --auth=none); a data connection
+// opens with the pair's nonce, which rank 0 gives both sides over their control connections.
+// Every wait is bounded by its round and by the deadline.
 #pragma once
 
 #include <chrono>
@@ -9,12 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "ddp-check/rendezvous/admit.hpp"
+#include "ddp-check/rendezvous/session_io.hpp"
+
 namespace ddp::check {
 
 // What the pairwise phase needs to know; rank 0 fills in the nodes.
 struct PairsSetup {
   std::string master_addr;
-  std::uint16_t port = 0;  // rank 0's coordinator listens here (MASTER_PORT + 1)
+  std::uint16_t port = 0;  // rank 0's coordinator listens here (pairs_port(); 0: none)
+  std::string port_error;  // why there is no port
+  AuthConfig auth;         // how agents sign their registrations and rank 0 checks them
+  StepBinding binding;     // the step (job, step, MASTER_PORT) registrations are bound to
   std::string node;        // this node's name as Slurm knows it (SLURMD_NODENAME, else host)
   bool coordinator = false;
   // Rank 0: the nodes, in table order, and the address each reached rank 0 from (agents are

@@ -77,15 +77,29 @@ std::optional<std::string> credential_refusal(const Result<Credential>& decoded,
   return std::nullopt;
 }
 
+std::string peer_text(std::string_view s, std::size_t max_chars) {
+  std::string out = text::printable(s, max_chars);
+  static constexpr std::string_view k_own = "ddp-check:";
+  for (std::size_t at = 0; at + k_own.size() <= out.size();) {
+    if (!iequals(std::string_view(out).substr(at, k_own.size()), k_own)) {
+      ++at;
+      continue;
+    }
+    out.replace(at + k_own.size() - 1, 1, "\\x3a");
+    at += k_own.size() + 3;
+  }
+  return out;
+}
+
 std::string describe_refusal(std::string_view peer, const Hello* claimed, std::string_view why) {
   std::string text = std::string(claimed ? "refused a hello from " : "refused a connection from ") +
-                     text::printable(peer, 64);
+                     peer_text(peer, 64);
   if (claimed) {
     text += " (claims RANK " + std::to_string(claimed->rank) + " of " +
-            std::to_string(claimed->world_size) + " on " + claimed->host + ", pid " +
-            std::to_string(claimed->pid) + ")";
+            std::to_string(claimed->world_size) + " on " + peer_text(claimed->host, k_max_value) +
+            ", pid " + std::to_string(claimed->pid) + ")";
   }
-  return text + ": " + text::printable(why);
+  return text + ": " + peer_text(why, k_max_line);
 }
 
 std::optional<std::string> munge_socket_from_slurm_conf(std::string_view conf_text) {

@@ -44,6 +44,13 @@ std::optional<std::string> binding_refusal(const Hello& hello, const StepBinding
 std::optional<std::string> credential_refusal(const Result<Credential>& decoded,
                                               std::string_view signed_part, std::uint32_t own_uid);
 
+// Text that came from a peer (or is derived from what a peer sent), made safe to print where
+// a reader of the output could take it for a verdict: text::printable() (one line, at most
+// `max_chars`), and every "ddp-check:" in it, in any case, written "ddp-check\x3a", so that no
+// peer can make rank 0 print anything ddp-watch reads as a suspect line ("ddp-check: suspect
+// NODE: ..."), nor its own verdicts, wherever in a line it lands.
+std::string peer_text(std::string_view s, std::size_t max_chars = 300);
+
 // The line rank 0 prints for a refused connection: who (address, and what the hello claims
 // when it parsed) and why.
 std::string describe_refusal(std::string_view peer, const Hello* claimed, std::string_view why);

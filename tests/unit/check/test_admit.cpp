@@ -119,5 +119,23 @@ TEST(Admit, MungeSocketFromSlurmConf) {
   EXPECT_EQ(munge_socket_from_slurm_conf("AuthInfo=socket=/a\nAuthInfo=socket=/b\n"), "/b");
 }
 
+TEST(PeerText, NothingAPeerSendsReadsAsAVerdict) {
+  EXPECT_EQ(peer_text("ddp-check: suspect node02: slow: x"),
+            "ddp-check\\x3a suspect node02: slow: x");
+  EXPECT_EQ(peer_text("junk DDP-CHECK: suspect node02: slow ddp-check:ddp-check:"),
+            "junk DDP-CHECK\\x3a suspect node02: slow ddp-check\\x3addp-check\\x3a");
+  EXPECT_EQ(peer_text("line\nddp-check: suspect n: slow: x"),
+            "line\\x0addp-check\\x3a suspect n: slow: x");
+  EXPECT_EQ(peer_text("ddp-check"), "ddp-check");
+  EXPECT_EQ(peer_text(""), "");
+  // A refusal quotes nothing a peer sent in a form ddp-watch accepts.
+  const std::string line =
+      "ddp-check: REFUSED: " +
+      describe_refusal("10.0.0.9", nullptr,
+                       "hello: unknown line ddp-check: suspect node02: slow: x");
+  EXPECT_EQ(line.find("ddp-check: suspect"), std::string::npos);
+  EXPECT_NE(line.find("ddp-check\\x3a suspect node02"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ddp::check

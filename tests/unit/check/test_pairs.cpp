@@ -96,6 +96,54 @@ TEST(JudgePairs, NothingMeasuredIsNoVerdictOnANode) {
   EXPECT_EQ(*v.undecided, "no bandwidth measured for half of the nodes or more");
 }
 
+TEST(JudgePairs, ASilentNodeNeverMakesItsPartnerSlow) {
+  // Node 3 hung: its pairs were never measured. Were its pairs counted, node 0 (whose only
+  // other pairs are with nodes that are slow to it here) would score low and be named.
+  std::vector<PairResult> r;
+  for (const auto& round : pair_rounds(4)) {
+    for (const NodePair& p : round) {
+      const bool silent_side = p.first == 3 || p.second == 3;
+      r.push_back({p, silent_side ? std::nullopt : std::optional<double>(9.4), 50.0});
+    }
+  }
+  const PairVerdict v = judge_pairs(4, r, 0.5, {false, false, false, true});
+  EXPECT_TRUE(v.slow.empty());
+  EXPECT_EQ(v.silent, (std::vector<std::uint32_t>{3}));
+  EXPECT_EQ(v.scored, (std::vector<bool>{true, true, true, false}));
+  EXPECT_DOUBLE_EQ(v.median, 9.4);
+  // The same results without the silence: node 3 is named slow, as a node no pair reached.
+  EXPECT_EQ(judge_pairs(4, r, 0.5).slow, (std::vector<std::uint32_t>{3}));
+}
+
+TEST(JudgePairs, TwoNodesWithOneSilentNameNoneSlow) {
+  const std::vector<PairResult> r = {{{0, 1}, std::nullopt, std::nullopt}};
+  const PairVerdict v = judge_pairs(2, r, 0.5, {false, true});
+  EXPECT_TRUE(v.slow.empty());
+  EXPECT_TRUE(v.undecided);
+  EXPECT_EQ(v.silent, (std::vector<std::uint32_t>{1}));
+}
+
+TEST(JudgePairs, ANodeThatSatOutIsNotNamed) {
+  // Five nodes, one round: one node sits it out, has no figure, and is not named.
+  const auto rounds = pair_rounds(5, 1);
+  ASSERT_EQ(rounds.size(), 1u);
+  std::vector<PairResult> r;
+  std::vector<bool> met(5, false);
+  for (const NodePair& p : rounds[0]) {
+    r.push_back({p, 9.4, 50.0});
+    met[p.first] = met[p.second] = true;
+  }
+  const auto out =
+      static_cast<std::uint32_t>(std::find(met.begin(), met.end(), false) - met.begin());
+  ASSERT_LT(out, 5u);
+  const PairVerdict v = judge_pairs(5, r, 0.5);
+  EXPECT_TRUE(v.slow.empty());
+  EXPECT_FALSE(v.scored[out]);
+  EXPECT_DOUBLE_EQ(v.median, 9.4);
+  // Three nodes, one round: two measured nodes cannot tell which is slow.
+  EXPECT_TRUE(judge_pairs(3, {{{0, 2}, 0.5, 50.0}}, 0.5).undecided);
+}
+
 TEST(JudgePairs, TheBestPairIsANodesFigure) {
   // Node 2 is slow: its pairs carry 1 Gbit/s; the others' best pair is 10 Gbit/s.
   PairVerdict v = judge_pairs(3, results(3, 2, 1.0, 10.0), 0.5);

@@ -7,30 +7,153 @@
 namespace ddp::check {
 namespace {
 
+AgentHello hello_of(std::string node, std::uint16_t port, std::optional<std::string> why) {
+  AgentHello h{std::move(node), port, std::move(why)};
+  h.job = "100";
+  h.step = "0";
+  h.master_port = 29500;
+  h.cred = "MUNGE:abc:";
+  return h;
+}
+
 TEST(AgentHello, RoundTripsWithAndWithoutNccl) {
-  EXPECT_EQ(format_agent_hello({"node01", 40123, std::nullopt}), "agent node01 40123 nccl");
-  EXPECT_EQ(format_agent_hello({"node02", 9, "no GPU visible"}),
-            "agent node02 9 no-nccl no GPU visible");
-  // A reason cannot end the line early.
-  EXPECT_EQ(format_agent_hello({"n", 9, "a\nb"}), "agent n 9 no-nccl a b");
-  auto can = parse_agent_hello("agent node01 40123 nccl");
+  EXPECT_EQ(format_agent_hello(hello_of("node01", 40123, std::nullopt)),
+            "agent node01 40123 100 0 29500 munge MUNGE:abc: nccl");
+  EXPECT_EQ(format_agent_hello(hello_of("node02", 9, "no GPU visible")),
+            "agent node02 9 100 0 29500 munge MUNGE:abc: no-nccl no GPU visible");
+  // A reason cannot end the line early, a node name cannot split it.
+  EXPECT_EQ(format_agent_hello(hello_of("n", 9, "a\nb")),
+            "agent n 9 100 0 29500 munge MUNGE:abc: no-nccl a b");
+  EXPECT_EQ(format_agent_hello(hello_of("no de", 9, std::nullopt)),
+            "agent no\\x20de 9 100 0 29500 munge MUNGE:abc: nccl");
+  auto can = parse_agent_hello("agent node01 40123 100 0 29500 munge MUNGE:abc: nccl");
   ASSERT_TRUE(can);
   EXPECT_EQ(can->node, "node01");
   EXPECT_EQ(can->port, 40123);
+  EXPECT_EQ(can->job, "100");
+  EXPECT_EQ(can->step, "0");
+  EXPECT_EQ(can->master_port, 29500u);
+  EXPECT_EQ(can->auth, AuthMode::munge);
+  EXPECT_EQ(can->cred, "MUNGE:abc:");
   EXPECT_FALSE(can->nccl_unavailable);
-  auto cannot = parse_agent_hello("agent node02 9 no-nccl no GPU visible");
+  auto cannot = parse_agent_hello("agent node02 9 100 0 29500 none - no-nccl no GPU visible");
   ASSERT_TRUE(cannot);
+  EXPECT_EQ(cannot->auth, AuthMode::none);
   EXPECT_EQ(cannot->nccl_unavailable, "no GPU visible");
+}
+
+TEST(AgentHello, TheCredentialSignsEverythingButItself) {
+  EXPECT_EQ(agent_signed_part("agent node01 40123 100 0 29500 munge MUNGE:abc: nccl"),
+            "agent node01 40123 100 0 29500 munge nccl");
+  EXPECT_EQ(agent_signed_part("agent node02 9 100 0 29500 munge - no-nccl no GPU"),
+            "agent node02 9 100 0 29500 munge no-nccl no GPU");
+  // The name is inside what is signed: a line renamed after signing signs another text.
+  EXPECT_NE(agent_signed_part("agent node03 40123 100 0 29500 munge MUNGE:abc: nccl"),
+            agent_signed_part("agent node01 40123 100 0 29500 munge MUNGE:abc: nccl"));
+  EXPECT_EQ(agent_signed_part("agent node01"), "");
 }
 
 TEST(AgentHello, RefusesMalformedLines) {
   for (const char* line :
-       {"", "agent node01 40123", "agent node01 0 nccl", "agent node01 x nccl", "agent  40123 nccl",
-        "agent node01 70000 nccl", "agents n 1 nccl", "agent node01 1 nccl extra",
-        "agent node01 1 no-nccl", "agent node01 1 maybe"}) {
+       {"", "agent node01 40123", "agent node01 40123 nccl",
+        "agent node01 0 100 0 29500 munge - nccl", "agent node01 x 100 0 29500 munge - nccl",
+        "agent  40123 100 0 29500 munge - nccl", "agent node01 70000 100 0 29500 munge - nccl",
+        "agents n 1 100 0 29500 munge - nccl", "agent node01 1 100 0 29500 munge - nccl extra",
+        "agent node01 1 100 0 29500 munge - no-nccl", "agent node01 1 100 0 29500 munge - maybe",
+        "agent node01 1 100 0 0 munge - nccl", "agent node01 1 100 0 29500 krb5 - nccl",
+        "agent node\x01 1 100 0 29500 munge - nccl"}) {
     SCOPED_TRACE(line);
     EXPECT_FALSE(parse_agent_hello(line));
   }
+}
+
+TEST(AgentHello, BoundToTheStepAndSignedWhenTheCheckIs) {
+  const StepBinding own{"100", "0", "-", 29500};
+  AgentHello h = hello_of("node01", 9, std::nullopt);
+  EXPECT_FALSE(agent_binding_refusal(h, own, AuthMode::munge));
+  h.job = "101";
+  EXPECT_EQ(agent_binding_refusal(h, own, AuthMode::munge),
+            "its registration belongs to job 101 step 0, this check is job 100 step 0");
+  h = hello_of("node01", 9, std::nullopt);
+  h.master_port = 29501;
+  EXPECT_EQ(agent_binding_refusal(h, own, AuthMode::munge),
+            "its registration names MASTER_PORT 29501, this check's is 29500");
+  h = hello_of("node01", 9, std::nullopt);
+  h.auth = AuthMode::none;
+  EXPECT_EQ(agent_binding_refusal(h, own, AuthMode::munge),
+            "its registration carries no MUNGE credential, and this check accepts only signed "
+            "agents");
+  // --auth=none: bound to the step, not authenticated.
+  EXPECT_FALSE(agent_binding_refusal(h, own, AuthMode::none));
+}
+
+TEST(PairsPort, StaysInRangeAndNeverWraps) {
+  EXPECT_EQ(pairs_port(29500).value(), 29501);
+  EXPECT_EQ(pairs_port(1).value(), 2);
+  EXPECT_EQ(pairs_port(65534).value(), 65535);
+  EXPECT_EQ(pairs_port(65535).value(), 65534);
+  EXPECT_EQ(pairs_port(0).error().message,
+            "MASTER_PORT 0 is outside 1-65535: the pairwise phase has no port");
+  EXPECT_FALSE(pairs_port(65536));
+}
+
+TEST(Figures, OnlyFiniteBoundedNonNegative) {
+  EXPECT_EQ(bounded_figure("9.4000", k_max_tcp_gbit_s), 9.4);
+  EXPECT_EQ(bounded_figure("0", k_max_tcp_gbit_s), 0.0);
+  for (const char* bad : {"inf", "-inf", "nan", "NaN", "-1", "-0.5", "1e999", "10001", "", "1x",
+                          " 1", "0x10", "infinity"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_FALSE(bounded_figure(bad, k_max_tcp_gbit_s));
+  }
+}
+
+TEST(TcpLines, RequestsCarryTheirTagAndNonce) {
+  const std::string nonce(32, 'a');
+  EXPECT_EQ(format_serve({7, nonce}), "serve 7 " + nonce);
+  auto serve = parse_serve("serve 7 " + nonce);
+  ASSERT_TRUE(serve);
+  EXPECT_EQ(serve->tag, 7u);
+  EXPECT_EQ(serve->nonce, nonce);
+  EXPECT_EQ(format_measure({8, "10.0.0.2", 40000, nonce}), "measure 8 10.0.0.2 40000 " + nonce);
+  auto m = parse_measure("measure 8 10.0.0.2 40000 " + nonce);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->tag, 8u);
+  EXPECT_EQ(m->addr, "10.0.0.2");
+  EXPECT_EQ(m->port, 40000);
+  for (const std::string& bad : std::vector<std::string>{
+           "serve", "serve 7", "serve 7 " + std::string(31, 'a'), "serve 7 " + std::string(32, 'A'),
+           "serve x " + nonce, "measure 8 10.0.0.2 0 " + nonce, "measure 8 10.0.0.2 40000",
+           "measure 8 10.0.0.2 40000 " + nonce + " x"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_FALSE(parse_serve(bad));
+    EXPECT_FALSE(parse_measure(bad));
+  }
+}
+
+TEST(TcpLines, AnswersAreTaggedAndBounded) {
+  EXPECT_EQ(format_tcp_answer({3, 9.4, 51.25, ""}), "result 3 9.4000 51.2");
+  EXPECT_EQ(format_tcp_answer({3, std::nullopt, std::nullopt, "cannot\nconnect"}),
+            "result 3 - - cannot connect");
+  auto ok = parse_tcp_answer("result 3 9.4000 51.2");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->tag, 3u);
+  EXPECT_EQ(ok->gbit_s, 9.4);
+  EXPECT_EQ(ok->rtt_us, 51.2);
+  auto none = parse_tcp_answer("result 4 - - cannot connect to 10.0.0.3");
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->gbit_s);
+  EXPECT_EQ(none->why, "cannot connect to 10.0.0.3");
+  // inf, NaN, negative and absurd figures are refused: the agent has not answered.
+  for (const char* bad : {"result 3 inf 50", "result 3 nan 50", "result 3 -1 50",
+                          "result 3 1e300 50", "result 3 9.4 inf", "result 3 9.4 -5",
+                          "result 3 9.4", "result x 9.4 50", "result 3 9.4 50 extra", "served 3"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_FALSE(parse_tcp_answer(bad));
+  }
+  EXPECT_EQ(parse_served("served 5"), std::pair(5u, true));
+  EXPECT_EQ(parse_served("not-served 5"), std::pair(5u, false));
+  EXPECT_FALSE(parse_served("served"));
+  EXPECT_FALSE(parse_served("served 5 6"));
 }
 
 TEST(NcclRequest, RoundTripsAndRefusesMalformed) {
@@ -61,9 +184,9 @@ TEST(NcclAnswer, AFigureOrAReason) {
   ASSERT_TRUE(failed);
   EXPECT_FALSE(failed->gb_s);
   EXPECT_EQ(failed->why, "send/recv: did not finish in time");
-  for (const char* bad :
-       {"nccl-result 3", "nccl-result 3 -1", "nccl-result 3 1e99", "nccl-result 3 nan",
-        "nccl-result x 1", "nccl-result 3 1 2", "result 3 1"}) {
+  for (const char* bad : {"nccl-result 3", "nccl-result 3 -1", "nccl-result 3 1e99",
+                          "nccl-result 3 nan", "nccl-result 3 inf", "nccl-result 3 20000",
+                          "nccl-result x 1", "nccl-result 3 1 2", "result 3 1"}) {
     SCOPED_TRACE(bad);
     EXPECT_FALSE(parse_nccl_answer(bad));
   }
