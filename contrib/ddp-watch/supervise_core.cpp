@@ -101,12 +101,13 @@ Outcome Supervisor::start_failed(const std::string& error) {
   return o;
 }
 
-std::vector<Write> Supervisor::lines(Stream stream, const std::vector<std::string>& text) {
+std::vector<Write> Supervisor::lines(Stream stream, const std::vector<BufferedLine>& text) {
   std::vector<Write> out;
   const bool helper = stream == Stream::helper_out || stream == Stream::helper_err;
   const int fd = stream == Stream::out ? 1 : 2;
-  for (const std::string& t : text) {
-    auto w = helper ? output_.helper_line(t) : output_.line(t, fd, schedule_.is_stalled());
+  for (const BufferedLine& t : text) {
+    auto w = helper ? output_.helper_line(t.text)
+                    : output_.line(t.text, fd, schedule_.is_stalled(), t.continued);
     for (Write& x : w) out.push_back(std::move(x));
   }
   return out;
@@ -188,6 +189,7 @@ Outcome Supervisor::stall_outcome() const {
     o.heal = true;
     o.heal_failed = true;
     o.heal_suspects = output_.suspects();
+    for (const std::string& n : output_.evidence_notes()) o.announce.push_back(n);
     o.heal_suspects.insert(o.heal_suspects.end(), o.report.suspects.begin(),
                            o.report.suspects.end());
   }
@@ -208,6 +210,7 @@ Outcome Supervisor::on_exit(int code) const {
   if (output_.mode().heal && (code != 0 || !output_.mode().preflight)) {
     o.heal = true;
     o.heal_failed = code != 0;
+    for (const std::string& n : output_.evidence_notes()) o.announce.push_back(n);
     o.heal_suspects = std::move(suspects);
   }
   return o;

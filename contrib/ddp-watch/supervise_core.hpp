@@ -131,7 +131,7 @@ class Supervisor {
   bool is_stalled() const { return schedule_.is_stalled(); }
 
  private:
-  std::vector<Write> lines(Stream stream, const std::vector<std::string>& text);
+  std::vector<Write> lines(Stream stream, const std::vector<BufferedLine>& text);
   Outcome stall_outcome() const;
 
   const Options& options_;

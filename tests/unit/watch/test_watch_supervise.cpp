@@ -360,14 +360,16 @@ TEST(WatchSupervise, RequeueAfterAStall) {
 }
 
 // What goes to --heal: only with --heal; a preflight (ddp-check) that passed hands nothing
-// over; suspect lines count only from ddp-check; srun's node failures and the crash's nodes do.
+// over; suspect lines count only from ddp-check's rank 0; srun's own node failures (unlabelled,
+// on its stderr) and the crash's nodes do, a task's copy of them does not.
 TEST(WatchSupervise, HealHandOff) {
-  const std::string suspect_line = "2: ddp-check: suspect node03: unreachable: no answer\n";
+  const std::string suspect_line = "0: ddp-check: suspect node03: unreachable: no answer\n";
   const std::string node_failure = "srun: error: Node failure on node02\n";
   struct Case {
     const char* name;
     std::vector<std::string> command;
     std::string heal;
+    Stream stream;
     std::string output;
     bool stall;
     int code;
@@ -377,29 +379,36 @@ TEST(WatchSupervise, HealHandOff) {
   };
   const std::vector<std::string> check = {"srun", "/usr/bin/ddp-check"};
   const std::vector<std::string> train = {"srun", "python", "t.py"};
+  const Stream out = Stream::out;
+  const Stream err = Stream::err;
   const Case cases[] = {
-      {"no --heal", check, "", suspect_line, false, 1, false, false, {}},
-      {"a preflight that passed", check, "rec", "", false, 0, false, false, {}},
-      {"a preflight that failed", check, "rec", suspect_line, false, 1, true, true, {"node03"}},
-      {"a training step that passed", train, "rec", "", false, 0, true, false, {}},
-      {"a training program's suspect line", train, "rec", suspect_line, false, 1, true, true, {}},
-      {"srun's node failure", train, "rec", node_failure, false, 1, true, true, {"node02"}},
-      {"a stall", train, "rec", node_failure, true, 137, true, true, {"node02"}},
+      {"no --heal", check, "", out, suspect_line, false, 1, false, false, {}},
+      {"a preflight that passed", check, "rec", out, "", false, 0, false, false, {}},
+      {"a preflight that failed", check, "rec", out, suspect_line, false, 1, true, true, {"node03"}},
+      {"another task's suspect line", check, "rec", out,
+       "2: ddp-check: suspect node03: unreachable: no answer\n", false, 1, true, true, {}},
+      {"a training step that passed", train, "rec", out, "", false, 0, true, false, {}},
+      {"a training program's suspect line", train, "rec", out, suspect_line, false, 1, true, true,
+       {}},
+      {"srun's node failure", train, "rec", err, node_failure, false, 1, true, true, {"node02"}},
+      {"a task's node failure line", train, "rec", err, "1: " + node_failure, false, 1, true, true,
+       {}},
+      {"a stall", train, "rec", err, node_failure, true, 137, true, true, {"node02"}},
   };
   for (const Case& c : cases) {
     Options o = options(c.command);
     o.heal = c.heal;
     Supervisor s(o, job("42"));
     s.started(t0);
-    s.on_output(t0 + seconds(1), Stream::out, c.output);
+    s.on_output(t0 + seconds(1), c.stream, c.output);
     if (c.stall) {
       ASSERT_EQ(s.on_tick(t0 + seconds(60)).act, Act::ask_stacks);
     }
-    Outcome out = s.on_exit(c.code);
-    EXPECT_EQ(out.heal, c.heal_out) << c.name;
-    EXPECT_EQ(out.heal_failed, c.failed) << c.name;
+    Outcome outcome = s.on_exit(c.code);
+    EXPECT_EQ(outcome.heal, c.heal_out) << c.name;
+    EXPECT_EQ(outcome.heal_failed, c.failed) << c.name;
     std::vector<std::string> nodes;
-    for (const ddp::Suspect& x : out.heal_suspects) nodes.push_back(x.node);
+    for (const ddp::Suspect& x : outcome.heal_suspects) nodes.push_back(x.node);
     EXPECT_EQ(nodes, c.nodes) << c.name;
   }
 }
