@@ -33,7 +33,10 @@ bool is(const std::string& arg, std::string_view name) {
 
 // The options as a whole: what is required, what conflicts, the defaults that follow others.
 Result<Options> completed(Options o) {
-  if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty()) return o;
+  if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty() ||
+      !o.probe_step.empty()) {
+    return o;
+  }
   if (o.timeout_s == 0) return fail("ddp-watch: --timeout is required (for example --timeout 10m)");
   if (o.startup_s == 0) o.startup_s = o.timeout_s;
   if (!o.heal.empty() && o.requeue_max >= 0) {
@@ -81,11 +84,13 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       auto max = ddp::text::parse_unsigned(*text, 0, 1000, name);
       if (!max) return fail("ddp-watch: " + max.error().message);
       (name == "--heal-max" ? o.heal_max : o.requeue_max) = static_cast<long>(*max);
-    } else if (is(a, "--dump-step") || is(a, "--freeze-step")) {
+    } else if (is(a, "--dump-step") || is(a, "--freeze-step") || is(a, "--probe-step")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
       if (!text) return std::unexpected(text.error());
-      (name == "--dump-step" ? o.dump_step : o.freeze_step) = *text;
+      (name == "--dump-step"     ? o.dump_step
+       : name == "--freeze-step" ? o.freeze_step
+                                 : o.probe_step) = *text;
     } else if (is(a, "--stacks") || is(a, "--heartbeat") || is(a, "--heal")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);

@@ -27,6 +27,7 @@ struct Options {
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   std::string freeze_step;   // internal: on this node, stop (SIGSTOP) every process of JOB.STEP
+  std::string probe_step;    // internal: on this node, print what the processes of JOB.STEP wrote
   bool help = false;
   bool version = false;
   std::vector<std::string> command;
