@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   }
   if (!options->dump_step.empty()) return ddp::watch::dump_step_here(options->dump_step);
   if (!options->freeze_step.empty()) return ddp::watch::freeze_step_here(options->freeze_step);
+  if (!options->probe_step.empty()) return ddp::watch::probe_step_here(options->probe_step);
   if (options->help) {
     std::fputs(ddp::watch::usage().c_str(), stdout);
     return 0;
