@@ -49,10 +49,10 @@ struct HealPolicy {
 
 // How this run ended.
 struct RunOutcome {
-  bool failed = false;             // the preflight or the training step failed or stalled
-  std::vector<Suspect> suspects;   // every node named, duplicates allowed
-  std::vector<std::string> nodes;  // the job's nodes in this run
-  unsigned restarts = 0;           // SLURM_RESTART_COUNT
+  bool failed = false;              // the preflight or the training step failed or stalled
+  std::vector<Suspect> suspects;    // every node named, duplicates allowed
+  std::vector<std::string> nodes;   // the job's nodes in this run
+  unsigned restarts = 0;            // SLURM_RESTART_COUNT
   std::size_t partition_nodes = 0;  // nodes in the job's partition (Slurm); 0: unknown
   std::size_t excluded_before = 0;  // nodes on the job's excluded list before this decision
 };

@@ -40,8 +40,9 @@ HealRecord load_record(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     if (errno != ENOENT) {
-      say(path + ": " + (errno == ELOOP ? std::string("a symbolic link, not followed")
-                                        : std::string(std::strerror(errno))) +
+      say(path + ": " +
+          (errno == ELOOP ? std::string("a symbolic link, not followed")
+                          : std::string(std::strerror(errno))) +
           "; starting a new record");
     }
     return {};
