@@ -12,10 +12,10 @@ namespace {
 
 using ddp::text::quote;
 
-constexpr std::array<std::string_view, 12> k_options = {
-    "--requeue-stalled", "--timeout",     "--startup", "--grace",
-    "--stacks",          "--heartbeat",   "--heal",    "--heal-max",
-    "--heal-no-exclude", "--keep-labels", "--help",    "--version"};
+constexpr std::array<std::string_view, 14> k_options = {
+    "--requeue-stalled", "--timeout",     "--startup",  "--grace",           "--stacks",
+    "--heartbeat",       "--heal",        "--heal-max", "--heal-no-exclude", "--heal-defer",
+    "--heal-requeue",    "--keep-labels", "--help",     "--version"};
 
 // Reads the value of an option given as "--name=value" or "--name value".
 Result<std::string> value_of(const std::vector<std::string>& args, std::size_t& i,
@@ -34,7 +34,7 @@ bool is(const std::string& arg, std::string_view name) {
 // The options as a whole: what is required, what conflicts, the defaults that follow others.
 Result<Options> completed(Options o) {
   if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty() ||
-      !o.probe_step.empty()) {
+      !o.probe_step.empty() || !o.heal_requeue.empty()) {
     return o;
   }
   if (o.timeout_s == 0) return fail("ddp-watch: --timeout is required (for example --timeout 10m)");
@@ -70,6 +70,8 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       o.keep_labels = true;
     else if (a == "--heal-no-exclude")
       o.heal_exclude = false;
+    else if (a == "--heal-defer")
+      o.heal_defer = true;
     else if (is(a, "--timeout") || is(a, "--grace") || is(a, "--startup")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
@@ -84,13 +86,15 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
       auto max = ddp::text::parse_unsigned(*text, 0, 1000, name);
       if (!max) return fail("ddp-watch: " + max.error().message);
       (name == "--heal-max" ? o.heal_max : o.requeue_max) = static_cast<long>(*max);
-    } else if (is(a, "--dump-step") || is(a, "--freeze-step") || is(a, "--probe-step")) {
+    } else if (is(a, "--dump-step") || is(a, "--freeze-step") || is(a, "--probe-step") ||
+               is(a, "--heal-requeue")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
       if (!text) return std::unexpected(text.error());
       (name == "--dump-step"     ? o.dump_step
        : name == "--freeze-step" ? o.freeze_step
-                                 : o.probe_step) = *text;
+       : name == "--probe-step"  ? o.probe_step
+                                 : o.heal_requeue) = *text;
     } else if (is(a, "--stacks") || is(a, "--heartbeat") || is(a, "--heal")) {
       std::string name = a.substr(0, a.find('='));
       auto text = value_of(args, i, name);
@@ -305,6 +309,9 @@ options:
                        and requeue the job; FILE records the runs (see doc/users.md, heal:)
   --heal-max N         requeues with --heal (3); a failure no node is blamed for gets one retry
   --heal-no-exclude    with --heal: requeue, but leave the named nodes in the job's reach
+  --heal-defer         with --heal: keep the requeue in FILE, for --heal-requeue FILE later
+                       (the job script's post: lines run first)
+  --heal-requeue FILE  carry out the requeue that --heal-defer kept in FILE, if any
   --keep-labels        keep srun's "N: " task labels in the forwarded output (COMMAND must
                        be srun itself for its output to be labelled and attributed to ranks)
   -h, --help           this text

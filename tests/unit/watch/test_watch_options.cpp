@@ -167,3 +167,13 @@ TEST(WatchOptions, HelperModes) {
   EXPECT_EQ(dump->dump_step, "12.1");
   EXPECT_TRUE(dump->probe_step.empty());
 }
+
+// --heal-defer keeps the requeue; --heal-requeue FILE carries it out later, with no command.
+TEST(WatchOptions, HealDeferAndRequeue) {
+  auto defer = parse_options({"--timeout=1m", "--heal=rec", "--heal-defer", "srun", "true"});
+  ASSERT_TRUE(defer) << defer.error().message;
+  EXPECT_TRUE(defer->heal_defer);
+  auto later = parse_options({"--heal-requeue", "rec"});
+  ASSERT_TRUE(later) << later.error().message;
+  EXPECT_EQ(later->heal_requeue, "rec");
+}
