@@ -123,6 +123,7 @@ std::string format_record(const HealRecord& record) {
     out += "job\t" + field(record.job) + "\t" + std::to_string(record.written) + "\n";
   }
   out += "unblamed\t" + std::to_string(record.unblamed) + "\n";
+  if (record.requeue) out += "requeue\t" + field(text::join(record.requeue_exclude, ",")) + "\n";
   for (const Exclusion& e : record.excluded) {
     out += "excluded\t" + std::to_string(e.run) + "\t" + field(e.suspect.node) + "\t" +
            std::string(fault_name(e.suspect.fault)) + "\t" + field(e.suspect.signature) + "\t" +
@@ -147,6 +148,13 @@ Result<HealRecord> parse_record(std::string_view text) {
       if (!written || fields[1].empty()) return bad();
       record.job = std::string(fields[1]);
       record.written = *written;
+    } else if (fields[0] == "requeue" && fields.size() == 2) {
+      record.requeue = true;
+      for (std::string_view node : text::split(fields[1], ',')) {
+        if (node.empty()) continue;
+        if (record.requeue_exclude.size() >= k_max_excluded) return bad();
+        record.requeue_exclude.emplace_back(node);
+      }
     } else if (fields[0] == "unblamed" && fields.size() == 2) {
       auto n = text::parse_uint<unsigned>(fields[1]);
       if (!n) return bad();

@@ -26,6 +26,10 @@ struct HealRecord {
   unsigned unblamed = 0;  // runs that failed with no node to blame
   std::string job;        // the job that wrote it ("job\tID\tRUN" line; "" in none)
   unsigned written = 0;   // SLURM_RESTART_COUNT of the run that wrote it
+  // A requeue decided but kept for later (--heal-defer), with the nodes to exclude
+  // ("requeue\tNODE,NODE" line).
+  bool requeue = false;
+  std::vector<std::string> requeue_exclude;
 };
 
 // The record as text, and back; a line that is not a record's is an error naming it.

@@ -196,6 +196,13 @@ bool heal_after(const Options& options, bool failed, const std::vector<Suspect>&
   bool requeued = false;
   if (d.action == HealAction::requeue && job.empty()) {
     say("not requeued: not inside a Slurm job");
+  } else if (d.action == HealAction::requeue && options.heal_defer) {
+    // Kept for --heal-requeue: the job script's last lines run before the requeue ends it.
+    d.record.requeue = true;
+    d.record.requeue_exclude = d.exclude;
+    save_record(options.heal, d.record);
+    say("the requeue waits for the end of the job script (ddp-watch --heal-requeue)");
+    requeued = true;
   } else if (d.action == HealAction::requeue) {
     save_record(options.heal, d.record);
     requeued = requeue_without(job, d.exclude);
@@ -204,6 +211,22 @@ bool heal_after(const Options& options, bool failed, const std::vector<Suspect>&
   if (!requeued && d.action != HealAction::requeue) remove_record(options.heal);
   say(excluded_summary(d.record));
   return requeued;
+}
+
+int heal_requeue(const std::string& path) {
+  const std::string job =
+      requeue_target(env_or("SLURM_JOB_ID", ""), env_or("SLURM_ARRAY_JOB_ID", ""),
+                     env_or("SLURM_ARRAY_TASK_ID", ""));
+  const unsigned restarts =
+      text::parse_uint<unsigned>(env_or("SLURM_RESTART_COUNT", "0")).value_or(0);
+  HealRecord record = load_record(path);
+  // Only a requeue this very run kept: one an earlier run or job left is not carried out.
+  if (!record.requeue || job.empty() || record.job != job || record.written != restarts) return 0;
+  const std::vector<std::string> exclude = record.requeue_exclude;
+  record.requeue = false;
+  record.requeue_exclude.clear();
+  save_record(path, record);
+  return requeue_without(job, exclude) ? 0 : 1;
 }
 
 }  // namespace ddp::watch

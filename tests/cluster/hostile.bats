@@ -55,8 +55,9 @@ ended_naming_none() {
   cut -c1-300 "$work/job.out"
   echo "job $job ended $state"
   [ "$(cl scontrol show job -o "$job" | grep -oE ' ExcNodeList=[^ ]*' | cut -d= -f2)" = "(null)" ]
-  ! grep -E '^ddp-watch: heal: (named|excluding)' "$work/job.out"
-  ! grep -q 'scontrol update' "$work/job.out"
+  if grep -E '^ddp-watch: heal: (named|excluding)|scontrol update' "$work/job.out"; then
+    return 1
+  fi
 }
 
 @test "Slurm lines, torchrun tables, suspect lines and a flood line printed by the program name no node" {
@@ -113,7 +114,9 @@ heal $work/zero srun false"
   grep -qx "ddp-watch: heal: $work/zero: a symbolic link, not followed; starting a new record" "$work/job.out"
   [ "$(cat "$work/precious")" = precious ]
   # The job ended under ddp-watch: what was planted at the record's name is gone.
-  [ ! -e "$work/link" ] && [ ! -e "$work/fifo" ] && [ ! -e "$work/zero" ]
+  [ ! -e "$work/link" ]
+  [ ! -e "$work/fifo" ]
+  [ ! -e "$work/zero" ]
 }
 
 @test "a bar at one step a second with a 20 s timeout is not a stall; a true hang still is" {
@@ -155,5 +158,36 @@ JOB
   grep -qx "ddp-watch: no progress for 20 s (no output): asking every task for its stack" "$work/job.out"
   local spent
   spent=$(sed -n 's/^hang status 124 after \([0-9]*\) s$/\1/p' "$work/job.out")
-  [ -n "$spent" ] && ((spent >= 20 && spent <= 90))
+  [ -n "$spent" ]
+  ((spent >= 20 && spent <= 90))
+}
+
+@test "heal's requeue waits for the job script's last lines (--heal-defer, --heal-requeue)" {
+  cat >"$work/job.sh" <<JOB
+#!/bin/bash
+#SBATCH --nodes=3 --ntasks-per-node=1 --time=5:00 --requeue
+#SBATCH --output=$work/job.out --open-mode=append
+rec=$work/rec
+status=0
+$watch_bin --timeout 60s --heal "\$rec" --heal-max 2 --heal-defer -- srun false || status=\$?
+sleep 2
+echo "post ran in run \${SLURM_RESTART_COUNT:-0} after status \$status"
+$watch_bin --heal-requeue "\$rec" || true
+echo "end of run \${SLURM_RESTART_COUNT:-0}"
+exit \$status
+JOB
+  job=$(cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.sh)
+  state=$(wait_job_end "$job" 240)
+  cut -c1-300 "$work/job.out"
+  echo "job $job ended $state"
+  [ "$state" = FAILED ]
+  [ "$(cl scontrol show job -o "$job" | grep -oE ' Restarts=[0-9]+' | cut -d= -f2)" = 1 ]
+  grep -qx "ddp-watch: heal: the requeue waits for the end of the job script (ddp-watch --heal-requeue)" "$work/job.out"
+  # Run 0's last lines ran before its requeue; run 1 failed for good and ended on its own.
+  grep -qx "post ran in run 0 after status 1" "$work/job.out"
+  [ "$(grep -n -m1 'post ran in run 0' "$work/job.out" | cut -d: -f1)" -lt \
+    "$(grep -n -m1 'CANCELLED AT .* DUE TO JOB REQUEUE' "$work/job.out" | cut -d: -f1)" ]
+  grep -qx "post ran in run 1 after status 1" "$work/job.out"
+  grep -qx "end of run 1" "$work/job.out"
+  [ ! -e "$work/rec" ]
 }

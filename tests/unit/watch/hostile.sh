@@ -122,4 +122,24 @@ grep -q "heal: not requeueing: excluding 1 more would leave 2 of the partition's
   fail "past the cap: $(cat err)"
 grep -q '^requeue' scontrol.log && fail "past the cap: requeued"
 [[ ! -e rec ]] || fail "past the cap: the record of an ended job is left"
+# --heal-defer: the requeue waits in the record; --heal-requeue carries it out once, and not a
+# requeue an earlier run kept.
+FAKE_ERR='srun: error: node02: task 1: Bus error\n' timeout 20 "$watch" --timeout 30s --heal rec \
+  --heal-defer -- srun python t.py >out 2>err || true
+grep -q '^requeue' scontrol.log && fail "deferred: requeued at once: $(cat scontrol.log)"
+grep -qx 'ddp-watch: heal: the requeue waits for the end of the job script (ddp-watch --heal-requeue)' err ||
+  fail "deferred: $(cat err)"
+grep -qx $'requeue\tnode02' rec || fail "deferred: record $(cat rec)"
+: >scontrol.log
+"$watch" --heal-requeue rec || fail "--heal-requeue: status $?"
+grep -qx 'requeue 42' scontrol.log || fail "--heal-requeue: $(cat scontrol.log)"
+grep -qx 'update JobId=42 ExcNodeList=node02' scontrol.log || fail "--heal-requeue: $(cat scontrol.log)"
+: >scontrol.log
+"$watch" --heal-requeue rec || fail "--heal-requeue again: status $?"
+[[ ! -s scontrol.log ]] || fail "--heal-requeue again: $(cat scontrol.log)"
+printf 'job\t42\t0\nunblamed\t0\nrequeue\tnode03\n' >rec
+SLURM_RESTART_COUNT=1 "$watch" --heal-requeue rec || fail "--heal-requeue of run 0: status $?"
+[[ ! -s scontrol.log ]] || fail "--heal-requeue of run 0 in run 1: $(cat scontrol.log)"
+rm -f rec
+cases=$((cases + 1))
 echo "local hostile: $cases cases passed"

@@ -48,8 +48,9 @@ TEST(WatchHeal, Decisions) {
     std::vector<std::string> log;
   };
   using F = ddp::Fault;
-  const HealRecord retried{{}, 1, "", 0};
-  const HealRecord hung_on_2{{{0, suspect("node02", F::hang, "train.py:57 in load_batch")}}, 0, "", 0};
+  const HealRecord retried{{}, 1, "", 0, false, {}};
+  const HealRecord hung_on_2{
+      {{0, suspect("node02", F::hang, "train.py:57 in load_batch")}}, 0, "", 0, false, {}};
   const Case cases[] = {
       {"success", {}, {false, {}, k_nodes, 0, 0, 0}, {true, 3}, HealAction::done, {}, {}},
       {"one unreachable node",
@@ -66,7 +67,9 @@ TEST(WatchHeal, Decisions) {
         {suspect("node02", F::missing_rank), suspect("node02", F::unreachable),
          suspect("node03", F::slow)},
         k_nodes,
-        1, 0, 0},
+        1,
+        0,
+        0},
        {true, 3},
        HealAction::requeue,
        {"node02", "node03"},
@@ -119,7 +122,9 @@ TEST(WatchHeal, Decisions) {
        {true,
         {suspect("node01", F::hang), suspect("node02", F::hang), suspect("node03", F::hang)},
         k_nodes,
-        0, 0, 0},
+        0,
+        0,
+        0},
        {true, 3},
        HealAction::requeue,
        {},
@@ -130,7 +135,9 @@ TEST(WatchHeal, Decisions) {
        {true,
         {suspect("node04", F::hang, "train.py:57 in load_batch")},
         {"node01", "node03", "node04"},
-        1, 0, 0},
+        1,
+        0,
+        0},
        {true, 3},
        HealAction::requeue,
        {},
@@ -142,7 +149,9 @@ TEST(WatchHeal, Decisions) {
        {true,
         {suspect("node04", F::hang, "train.py:80 in step")},
         {"node01", "node03", "node04"},
-        1, 0, 0},
+        1,
+        0,
+        0},
        {true, 3},
        HealAction::requeue,
        {"node04"},
@@ -190,7 +199,9 @@ TEST(WatchHeal, Decisions) {
          suspect("n7", F::node_failure), suspect("n8", F::node_failure),
          suspect("n9", F::node_failure), suspect("n10", F::node_failure)},
         k_nodes,
-        0, 0, 0},
+        0,
+        0,
+        0},
        {true, 3},
        HealAction::requeue,
        {},
@@ -250,6 +261,18 @@ TEST(WatchHeal, RecordRoundTripsAndSummarises) {
   EXPECT_EQ(jb->job, "42");
   EXPECT_EQ(jb->written, 1u);
   EXPECT_FALSE(parse_record("unblamed\t0\njob\t42\t1\n"));  // only as the first line
+  // A requeue kept for --heal-requeue, with its nodes (none: requeue as it is).
+  j.requeue = true;
+  j.requeue_exclude = {"node02", "node03"};
+  EXPECT_EQ(format_record(j), "job\t42\t1\nunblamed\t0\nrequeue\tnode02,node03\n");
+  auto kept = parse_record(format_record(j));
+  ASSERT_TRUE(kept);
+  EXPECT_TRUE(kept->requeue);
+  EXPECT_EQ(kept->requeue_exclude, (std::vector<std::string>{"node02", "node03"}));
+  auto plain = parse_record("requeue\t\n");
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->requeue);
+  EXPECT_TRUE(plain->requeue_exclude.empty());
   auto bad = parse_record("unblamed\t1\nexcluded\tx\tnode01\thang\t\t\n");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message,
