@@ -60,7 +60,7 @@ bool is_exception_line(std::string_view text) {
 }  // namespace
 
 bool is_srun_line(const Line& line) {
-  return line.task < 0 && line.text.starts_with("srun: ");
+  return line.task == -1 && line.text.starts_with("srun: ");
 }
 
 bool is_stepd_line(std::string_view text) {

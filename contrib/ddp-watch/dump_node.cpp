@@ -15,6 +15,7 @@
 #include <string_view>
 #include <thread>
 
+#include "ddp-watch/activity.hpp"
 #include "ddp-watch/dump_plan.hpp"
 #include "libddp/util/text.hpp"
 
@@ -146,6 +147,31 @@ int freeze_step_here(const std::string& step) {
   auto processes = step_here("--freeze-step", step);
   if (!processes) return 2;
   return stop_all(*processes) ? 0 : 1;
+}
+
+int probe_step_here(const std::string& step) {
+  auto processes = step_here("--probe-step", step);
+  if (!processes) return 2;
+  int status = 1;
+  for (const StepProcess& p : *processes) {
+    // "wchar: N" of /proc/PID/io; unreadable (another user's, gone) is skipped.
+    const std::string io = slurp("/proc/" + std::to_string(p.pid) + "/io");
+    const std::size_t at = io.find("wchar: ");
+    if (at == std::string::npos) continue;
+    const std::string_view rest = std::string_view(io).substr(at + 7);
+    auto wchar = ddp::text::parse_uint<unsigned long long>(rest.substr(0, rest.find('\n')));
+    if (!wchar) continue;
+    std::string node = p.node;
+    if (node.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      node = host;
+    }
+    std::printf("%s\n", probe_line(node, p.pid, *wchar).c_str());
+    status = 0;
+  }
+  std::fflush(stdout);
+  return status;
 }
 
 int dump_step_here(const std::string& step) {

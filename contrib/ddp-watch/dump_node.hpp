@@ -11,5 +11,8 @@ namespace ddp::watch {
 // 2 when `step` is not JOB.STEP.
 int dump_step_here(const std::string& step);
 int freeze_step_here(const std::string& step);
+// Prints a probe line (activity.hpp) for each of this node's processes of the step: how many
+// bytes it has written. 0 when one was read, 1 when none, 2 when `step` is not JOB.STEP.
+int probe_step_here(const std::string& step);
 
 }  // namespace ddp::watch

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "ddp-watch/trust.hpp"
 #include "libddp/core/hostlist.hpp"
 #include "libddp/util/text.hpp"
 
@@ -75,15 +76,10 @@ std::vector<Suspect> crash_suspects(const CrashFacts& facts) {
     add(out, {end.node, Fault::hardware_signal,
               numbered("task", "tasks", tasks) + " died of SIGBUS (srun: " + end.how + ")", ""});
   }
-  for (const WorkerFailure& w : facts.workers) {
-    if (w.exit_code != -SIGBUS || w.host.empty()) continue;
-    add(out, {w.host, Fault::hardware_signal,
-              "rank " + std::to_string(w.rank) + " died of SIGBUS (torchrun: exitcode -7)", ""});
-  }
   return out;
 }
 
-std::vector<Suspect> srun_suspects(std::string_view text) {
+std::vector<Suspect> srun_suspects(std::string_view text, std::string* note) {
   if (!text.starts_with("srun: error: ")) return {};
   const std::string evidence = "srun: " + std::string(text::trim(text.substr(13)));
   constexpr std::string_view k_launch = " failed on node ";
@@ -92,7 +88,7 @@ std::vector<Suspect> srun_suspects(std::string_view text) {
     if (at == std::string_view::npos) return {};
     std::string_view node = text.substr(at + k_launch.size());
     node = node.substr(0, node.find(':'));
-    if (node.empty() || node.find(' ') != std::string_view::npos) return {};
+    if (!is_node_name(node)) return {};
     return {{std::string(node), Fault::unreachable, evidence, ""}};
   }
   constexpr std::string_view k_marker = "Node failure on ";
@@ -100,9 +96,18 @@ std::vector<Suspect> srun_suspects(std::string_view text) {
   if (at == std::string_view::npos) return {};
   std::string_view list = text::trim(text.substr(at + k_marker.size()));
   list = list.substr(0, list.find(' '));
+  // Counted before it is expanded: a list longer than k_max_named is not read.
+  auto count = Hostlist::count(list);
+  if (!count) return {};
+  if (*count > k_max_named) {
+    if (note != nullptr) {
+      *note = "srun named " + std::to_string(*count) + " nodes in one line, more than " +
+              std::to_string(k_max_named) + ": not read as evidence";
+    }
+    return {};
+  }
   auto hosts = Hostlist::parse(list);
-  // A list longer than any step's is not srun's: nothing is expanded.
-  if (!hosts || hosts->size() > 100'000) return {};
+  if (!hosts) return {};
   std::vector<Suspect> out;
   for (const std::string& node : hosts->expand())
     add(out, {node, Fault::node_failure, evidence, ""});

@@ -2,6 +2,7 @@
 #include "ddp-watch/heal.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "libddp/core/hostlist.hpp"
 #include "libddp/util/text.hpp"
@@ -22,21 +23,53 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-// The suspects of this run, one per node (the first evidence wins), only the run's own nodes.
+// The suspects of this run, one per node (the first evidence wins), only the run's own nodes;
+// the others are said in one line, the first few by name.
 std::vector<Suspect> distinct(const RunOutcome& outcome, std::vector<std::string>& log) {
   std::vector<Suspect> out;
-  std::vector<std::string> seen;
+  std::set<std::string> seen;
+  const std::set<std::string> nodes(outcome.nodes.begin(), outcome.nodes.end());
+  std::vector<std::string> ignored;
+  std::size_t others = 0;
   for (const Suspect& s : outcome.suspects) {
-    if (contains(seen, s.node)) continue;
-    seen.push_back(s.node);
-    if (!outcome.nodes.empty() && !contains(outcome.nodes, s.node)) {
-      log.push_back("ignoring " + text::quote(s.node) + ": not a node of this run (" +
-                    format_hostlist(outcome.nodes) + ")");
+    if (!seen.insert(s.node).second) continue;
+    if (!nodes.empty() && !nodes.contains(s.node)) {
+      if (ignored.size() < 8) {
+        ignored.push_back(text::quote(s.node));
+      } else {
+        ++others;
+      }
       continue;
     }
     out.push_back(s);
   }
+  if (!ignored.empty()) {
+    log.push_back("ignoring " + text::join(ignored, ", ") +
+                  (others > 0 ? " and " + std::to_string(others) + " more" : "") + ": not " +
+                  (ignored.size() + others == 1 ? "a node" : "nodes") + " of this run (" +
+                  format_hostlist(outcome.nodes) + ")");
+  }
   return out;
+}
+
+// Why excluding `count` more nodes is past the cap, or "".
+std::string past_the_cap(const HealRecord& record, const RunOutcome& outcome, std::size_t count) {
+  if (record.excluded.size() + count > k_max_excluded) {
+    return "excluding " + std::to_string(count) + " more would make " +
+           std::to_string(record.excluded.size() + count) + " across runs, more than " +
+           std::to_string(k_max_excluded);
+  }
+  if (outcome.partition_nodes == 0) return "";
+  const std::size_t needed = outcome.nodes.size();
+  const std::size_t after = outcome.excluded_before + count;
+  if (after + needed > outcome.partition_nodes) {
+    return "excluding " + std::to_string(count) + " more would leave " +
+           std::to_string(outcome.partition_nodes > after ? outcome.partition_nodes - after : 0) +
+           " of the partition's " + std::to_string(outcome.partition_nodes) + " nodes (" +
+           std::to_string(outcome.excluded_before) + " excluded already) for a job of " +
+           std::to_string(needed);
+  }
+  return "";
 }
 
 // Why the fault is not a node's, or "" when the suspects are to be believed.
@@ -85,7 +118,12 @@ void decide_unblamed(HealDecision& d, const RunOutcome& outcome, const HealPolic
 }  // namespace
 
 std::string format_record(const HealRecord& record) {
-  std::string out = "unblamed\t" + std::to_string(record.unblamed) + "\n";
+  std::string out;
+  if (!record.job.empty()) {
+    out += "job\t" + field(record.job) + "\t" + std::to_string(record.written) + "\n";
+  }
+  out += "unblamed\t" + std::to_string(record.unblamed) + "\n";
+  if (record.requeue) out += "requeue\t" + field(text::join(record.requeue_exclude, ",")) + "\n";
   for (const Exclusion& e : record.excluded) {
     out += "excluded\t" + std::to_string(e.run) + "\t" + field(e.suspect.node) + "\t" +
            std::string(fault_name(e.suspect.fault)) + "\t" + field(e.suspect.signature) + "\t" +
@@ -105,7 +143,19 @@ Result<HealRecord> parse_record(std::string_view text) {
       return fail("line " + std::to_string(number) +
                   ": not a heal record line: " + text::quote(line));
     };
-    if (fields[0] == "unblamed" && fields.size() == 2) {
+    if (fields[0] == "job" && fields.size() == 3 && number == 1) {
+      auto written = text::parse_uint<unsigned>(fields[2]);
+      if (!written || fields[1].empty()) return bad();
+      record.job = std::string(fields[1]);
+      record.written = *written;
+    } else if (fields[0] == "requeue" && fields.size() == 2) {
+      record.requeue = true;
+      for (std::string_view node : text::split(fields[1], ',')) {
+        if (node.empty()) continue;
+        if (record.requeue_exclude.size() >= k_max_excluded) return bad();
+        record.requeue_exclude.emplace_back(node);
+      }
+    } else if (fields[0] == "unblamed" && fields.size() == 2) {
       auto n = text::parse_uint<unsigned>(fields[1]);
       if (!n) return bad();
       record.unblamed = *n;
@@ -134,6 +184,26 @@ HealDecision decide_heal(const HealRecord& record, const RunOutcome& outcome,
     return d;
   }
   const bool requeue = outcome.restarts < policy.max_requeues;
+  if (requeue && policy.exclude) {
+    std::size_t fresh = 0;
+    for (const Suspect& s : suspects) {
+      fresh += std::none_of(record.excluded.begin(), record.excluded.end(),
+                            [&](const Exclusion& e) { return e.suspect.node == s.node; });
+    }
+    const std::string cap = past_the_cap(record, outcome, fresh);
+    if (!cap.empty()) {
+      std::vector<std::string> named;
+      for (const Suspect& s : suspects) {
+        d.log.push_back("named " + s.node + " (" + std::string(fault_name(s.fault)) +
+                        "): " + s.evidence);
+        named.push_back(s.node);
+      }
+      d.action = HealAction::fail;
+      d.log.push_back("not requeueing: " + cap + "; the job ends, naming " +
+                      format_hostlist(named));
+      return d;
+    }
+  }
   for (const Suspect& s : suspects) {
     const std::string head = s.node + " (" + std::string(fault_name(s.fault)) + "): " + s.evidence;
     if (!policy.exclude || !requeue) {
@@ -159,6 +229,16 @@ HealDecision decide_heal(const HealRecord& record, const RunOutcome& outcome,
                   (d.exclude.empty() ? " on any nodes (heal.exclude is off)"
                                      : " without " + format_hostlist(d.exclude)));
   return d;
+}
+
+std::string stale_record(const HealRecord& record, std::string_view job, unsigned restarts) {
+  if (record.job.empty()) return "it names no job";
+  if (record.job != job) return "it is job " + record.job + "'s";
+  if (restarts == 0 || record.written >= restarts) {
+    return "it was written by run " + std::to_string(record.written) + ", this is run " +
+           std::to_string(restarts) + ": an earlier job with the same id";
+  }
+  return "";
 }
 
 std::string excluded_summary(const HealRecord& record) {

@@ -24,11 +24,26 @@ struct Exclusion {
 struct HealRecord {
   std::vector<Exclusion> excluded;
   unsigned unblamed = 0;  // runs that failed with no node to blame
+  std::string job;        // the job that wrote it ("job\tID\tRUN" line; "" in none)
+  unsigned written = 0;   // SLURM_RESTART_COUNT of the run that wrote it
+  // A requeue decided but kept for later (--heal-defer), with the nodes to exclude
+  // ("requeue\tNODE,NODE" line).
+  bool requeue = false;
+  std::vector<std::string> requeue_exclude;
 };
 
 // The record as text, and back; a line that is not a record's is an error naming it.
 std::string format_record(const HealRecord& record);
 Result<HealRecord> parse_record(std::string_view text);
+
+// Why `record` is not this run's to read, or "" when it is: it must have been written by an
+// earlier run of the same job. A first run (restarts 0) never has one: whatever is there is
+// an earlier job's that had the same id. Slurm gives a requeued job a new SubmitTime, so the
+// job id and the run count are what ties a record to its job.
+std::string stale_record(const HealRecord& record, std::string_view job, unsigned restarts);
+
+// The most nodes one job excludes across its runs, whatever the partition's size.
+inline constexpr std::size_t k_max_excluded = 64;
 
 // heal: {exclude, max_requeues} of the job file.
 struct HealPolicy {
@@ -38,10 +53,12 @@ struct HealPolicy {
 
 // How this run ended.
 struct RunOutcome {
-  bool failed = false;             // the preflight or the training step failed or stalled
-  std::vector<Suspect> suspects;   // every node named, duplicates allowed
-  std::vector<std::string> nodes;  // the job's nodes in this run
-  unsigned restarts = 0;           // SLURM_RESTART_COUNT
+  bool failed = false;              // the preflight or the training step failed or stalled
+  std::vector<Suspect> suspects;    // every node named, duplicates allowed
+  std::vector<std::string> nodes;   // the job's nodes in this run
+  unsigned restarts = 0;            // SLURM_RESTART_COUNT
+  std::size_t partition_nodes = 0;  // nodes in the job's partition (Slurm); 0: unknown
+  std::size_t excluded_before = 0;  // nodes on the job's excluded list before this decision
 };
 
 enum class HealAction {
@@ -59,7 +76,9 @@ struct HealDecision {
 
 // Decides: nodes named and not every node of the run -> exclude them and requeue within the
 // cap; nothing named, or every node, or a hang at the place it hung before on a node since
-// excluded -> the fault follows the job: one plain retry, then fail saying so.
+// excluded -> the fault follows the job: one plain retry, then fail saying so. Exclusions are
+// capped: when the new ones would leave fewer nodes than the job's in its partition, or the
+// job past k_max_excluded, the job fails with the list instead of pending for ever.
 HealDecision decide_heal(const HealRecord& record, const RunOutcome& outcome,
                          const HealPolicy& policy);
 

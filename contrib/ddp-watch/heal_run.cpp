@@ -1,13 +1,14 @@
 #include "ddp-watch/heal_run.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <cstring>
 #include <thread>
 
 #include "ddp-watch/heal.hpp"
@@ -28,13 +29,54 @@ std::string env_or(const char* name, std::string fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-// The record of earlier runs; an unreadable or damaged one is said and started afresh.
+// The most bytes a record may have: a few lines per exclusion, k_max_excluded of them.
+constexpr off_t k_max_record = 64 * 1024;
+
+// The record of earlier runs. It is opened without following a link and without blocking (a
+// FIFO planted there opens at once), and read only when it is a regular file of this user's,
+// writable by nobody else, of at most k_max_record bytes; else, or when it is damaged, that
+// is said and the run starts a new record.
 HealRecord load_record(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::stringstream text;
-  text << in.rdbuf();
-  auto record = parse_record(text.str());
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) {
+      say(path + ": " +
+          (errno == ELOOP ? std::string("a symbolic link, not followed")
+                          : std::string(std::strerror(errno))) +
+          "; starting a new record");
+    }
+    return {};
+  }
+  struct stat st {};
+  std::string why;
+  if (fstat(fd, &st) != 0) {
+    why = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+  } else if (st.st_uid != geteuid()) {
+    why = "not this user's file";
+  } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    why = "writable by others";
+  } else if (st.st_size > k_max_record) {
+    why = "larger than " + std::to_string(k_max_record) + " bytes";
+  }
+  std::string text;
+  if (why.empty()) {
+    char buf[4096];
+    ssize_t n = 0;
+    while (text.size() <= static_cast<std::size_t>(k_max_record) &&
+           (n = read(fd, buf, sizeof buf)) > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+    }
+    if (n < 0) why = std::strerror(errno);
+    if (text.size() > static_cast<std::size_t>(k_max_record)) why = "grew while read";
+  }
+  close(fd);
+  if (!why.empty()) {
+    say(path + ": " + why + ", not read; starting a new record");
+    return {};
+  }
+  auto record = parse_record(text);
   if (!record) {
     say(path + ": " + record.error().message + "; starting a new record");
     return {};
@@ -42,18 +84,57 @@ HealRecord load_record(const std::string& path) {
   return *record;
 }
 
-// Written beside and renamed over, so that a run killed half-way leaves the old record.
+// Written to a new file of a name nobody can guess (mkostemp: O_CREAT|O_EXCL, mode 0600)
+// beside the record and renamed over it: a run killed half-way leaves the old record, and a
+// link or FIFO planted at the record's name is replaced, never followed.
 void save_record(const std::string& path, const HealRecord& record) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << format_record(record);
-    if (!out.flush()) {
-      say("cannot write " + tmp + ": the next run will not know this one's exclusions");
-      return;
-    }
+  std::string tmp = path + ".XXXXXX";
+  const int fd = mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) {
+    say("cannot create " + tmp + ": " + std::strerror(errno) +
+        ": the next run will not know this one's exclusions");
+    return;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) say("cannot rename " + tmp + " to " + path);
+  const std::string text = format_record(record);
+  bool ok = true;
+  for (std::string_view rest = text; ok && !rest.empty();) {
+    const ssize_t n = write(fd, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  ok = fsync(fd) == 0 && ok;
+  ok = close(fd) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    say("cannot write " + path + ": the next run will not know this one's exclusions");
+    unlink(tmp.c_str());
+  }
+}
+
+// The job ends here: its record goes (a later job with the same id starts afresh).
+void remove_record(const std::string& path) {
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    say("cannot remove " + path + ": " + std::strerror(errno));
+  }
+}
+
+// The number of nodes of the job's partition, from Slurm; 0 when it cannot be told.
+std::size_t partition_nodes() {
+  const std::string partition = env_or("SLURM_JOB_PARTITION", "");
+  if (partition.empty() || partition.find(',') != std::string::npos) return 0;
+  const std::string show = capture({"scontrol", "show", "partition", "-o", partition});
+  constexpr std::string_view k_key = "TotalNodes=";
+  const std::size_t at = show.find(k_key);
+  if (at == std::string::npos) return 0;
+  std::string_view value = std::string_view(show).substr(at + k_key.size());
+  return text::parse_uint<std::size_t>(value.substr(0, value.find_first_of(" \n"))).value_or(0);
+}
+
+// The number of nodes on the job's excluded list now.
+std::size_t excluded_count(const std::string& job) {
+  const std::string list = exclusion_field(capture({"scontrol", "show", "job", "-o", job}));
+  if (list.empty() || list == "(null)") return 0;
+  return Hostlist::count(list).value_or(0);
 }
 
 std::vector<std::string> job_nodes() {
@@ -94,24 +175,58 @@ bool heal_after(const Options& options, bool failed, const std::vector<Suspect>&
   const std::string job =
       requeue_target(env_or("SLURM_JOB_ID", ""), env_or("SLURM_ARRAY_JOB_ID", ""),
                      env_or("SLURM_ARRAY_TASK_ID", ""));
-  const HealRecord record = load_record(options.heal);
   RunOutcome outcome{failed, suspects, job_nodes(), 0};
   auto restarts = text::parse_uint<unsigned>(env_or("SLURM_RESTART_COUNT", "0"));
   outcome.restarts = restarts.value_or(0);
+  HealRecord record = load_record(options.heal);
+  const std::string stale = stale_record(record, job, outcome.restarts);
+  if (!stale.empty() && (!record.excluded.empty() || record.unblamed > 0)) {
+    say(options.heal + ": not this job's record (" + stale + "); starting a new one");
+  }
+  if (!stale.empty()) record = {};
+  if (failed && !job.empty()) {
+    outcome.partition_nodes = partition_nodes();
+    outcome.excluded_before = excluded_count(job);
+  }
   const HealPolicy policy{options.heal_exclude, static_cast<unsigned>(options.heal_max)};
   HealDecision d = decide_heal(record, outcome, policy);
+  d.record.job = job;
+  d.record.written = outcome.restarts;
   for (const std::string& line : d.log) say(line);
   bool requeued = false;
   if (d.action == HealAction::requeue && job.empty()) {
     say("not requeued: not inside a Slurm job");
+  } else if (d.action == HealAction::requeue && options.heal_defer) {
+    // Kept for --heal-requeue: the job script's last lines run before the requeue ends it.
+    d.record.requeue = true;
+    d.record.requeue_exclude = d.exclude;
+    save_record(options.heal, d.record);
+    say("the requeue waits for the end of the job script (ddp-watch --heal-requeue)");
+    requeued = true;
   } else if (d.action == HealAction::requeue) {
     save_record(options.heal, d.record);
     requeued = requeue_without(job, d.exclude);
-  } else if (d.action == HealAction::fail) {
-    save_record(options.heal, d.record);
   }
+  // The job ends (it passed, or failed for good): nothing is left for a next run.
+  if (!requeued && d.action != HealAction::requeue) remove_record(options.heal);
   say(excluded_summary(d.record));
   return requeued;
+}
+
+int heal_requeue(const std::string& path) {
+  const std::string job =
+      requeue_target(env_or("SLURM_JOB_ID", ""), env_or("SLURM_ARRAY_JOB_ID", ""),
+                     env_or("SLURM_ARRAY_TASK_ID", ""));
+  const unsigned restarts =
+      text::parse_uint<unsigned>(env_or("SLURM_RESTART_COUNT", "0")).value_or(0);
+  HealRecord record = load_record(path);
+  // Only a requeue this very run kept: one an earlier run or job left is not carried out.
+  if (!record.requeue || job.empty() || record.job != job || record.written != restarts) return 0;
+  const std::vector<std::string> exclude = record.requeue_exclude;
+  record.requeue = false;
+  record.requeue_exclude.clear();
+  save_record(path, record);
+  return requeue_without(job, exclude) ? 0 : 1;
 }
 
 }  // namespace ddp::watch

@@ -12,6 +12,11 @@ namespace ddp::watch {
 // After the watched command ended: decides from `suspects` whether to exclude nodes and
 // requeue, acts, logs each step on stderr and ends with the nodes excluded across runs.
 // `failed`: the command failed or stalled. Returns whether the job was requeued.
+// With --heal-defer, a requeue is kept in the record instead (and counts as done here).
 bool heal_after(const Options& options, bool failed, const std::vector<Suspect>& suspects);
+
+// ddp-watch --heal-requeue FILE: carries out the requeue that --heal-defer kept in FILE during
+// this run of the job; 0 when there was none or it was done, 1 when it failed.
+int heal_requeue(const std::string& path);
 
 }  // namespace ddp::watch

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ddp-watch/dump_node.hpp"
+#include "ddp-watch/heal_run.hpp"
 #include "ddp-watch/options.hpp"
 #include "ddp-watch/supervise.hpp"
 
@@ -16,6 +17,8 @@ int main(int argc, char** argv) {
   }
   if (!options->dump_step.empty()) return ddp::watch::dump_step_here(options->dump_step);
   if (!options->freeze_step.empty()) return ddp::watch::freeze_step_here(options->freeze_step);
+  if (!options->probe_step.empty()) return ddp::watch::probe_step_here(options->probe_step);
+  if (!options->heal_requeue.empty()) return ddp::watch::heal_requeue(options->heal_requeue);
   if (options->help) {
     std::fputs(ddp::watch::usage().c_str(), stdout);
     return 0;

@@ -19,8 +19,8 @@ long whole(const Value& v) {
   return static_cast<long>(v.number);
 }
 
-// Every option, once: name, value, usage text, and where it goes. --dump-step and
-// --freeze-step are ddp-watch's own helper steps, never typed by a person.
+// Every option, once: name, value, usage text, and where it goes. --dump-step,
+// --freeze-step and --probe-step are ddp-watch's own helper steps, never typed by a person.
 constexpr Row k_table[] = {
     {{.name = "--timeout",
       .kind = cli::Kind::duration,
@@ -71,6 +71,15 @@ constexpr Row k_table[] = {
     {{.name = "--heal-no-exclude",
       .help = "with --heal: requeue, but leave the named nodes in the job's reach"},
      [](Options& o, const Value&) { o.heal_exclude = false; }},
+    {{.name = "--heal-defer",
+      .help = "with --heal: keep the requeue in FILE, for --heal-requeue FILE later\n"
+              "(the job script's post: lines run first)"},
+     [](Options& o, const Value&) { o.heal_defer = true; }},
+    {{.name = "--heal-requeue",
+      .kind = cli::Kind::file,
+      .arg = "FILE",
+      .help = "carry out the requeue that --heal-defer kept in FILE, if any"},
+     [](Options& o, const Value& v) { o.heal_requeue = std::string(v.text); }},
     {{.name = "--keep-labels",
       .help = "keep srun's \"N: \" task labels in the forwarded output (COMMAND must\n"
               "be srun itself for its output to be labelled and attributed to ranks)"},
@@ -83,6 +92,8 @@ constexpr Row k_table[] = {
      [](Options& o, const Value& v) { o.dump_step = std::string(v.text); }},
     {{.name = "--freeze-step", .kind = cli::Kind::text, .shown = cli::Shown::nowhere},
      [](Options& o, const Value& v) { o.freeze_step = std::string(v.text); }},
+    {{.name = "--probe-step", .kind = cli::Kind::text, .shown = cli::Shown::nowhere},
+     [](Options& o, const Value& v) { o.probe_step = std::string(v.text); }},
 };
 
 // `unknown option "--timeot" (did you mean --timeout?); see ddp-watch --help`.
@@ -104,7 +115,10 @@ constexpr cli::Style k_style{.prefix = "ddp-watch: ",
 
 // The options as a whole: what is required, what conflicts, the defaults that follow others.
 Result<Options> completed(Options o) {
-  if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty()) return o;
+  if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty() ||
+      !o.probe_step.empty() || !o.heal_requeue.empty()) {
+    return o;
+  }
   if (o.timeout_s == 0) return fail("ddp-watch: --timeout is required (for example --timeout 10m)");
   if (o.startup_s == 0) o.startup_s = o.timeout_s;
   if (!o.heal.empty() && o.requeue_max >= 0) {

@@ -27,9 +27,12 @@ struct Options {
   std::string heal;          // --heal FILE: the record of earlier runs; "" = no healing
   long heal_max = 3;         // --heal-max N: requeues when healing
   bool heal_exclude = true;  // --heal-no-exclude: requeue, but on any nodes
+  bool heal_defer = false;   // --heal-defer: keep the requeue in the record for --heal-requeue
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   std::string freeze_step;   // internal: on this node, stop (SIGSTOP) every process of JOB.STEP
+  std::string probe_step;    // internal: on this node, print what the processes of JOB.STEP wrote
+  std::string heal_requeue;  // --heal-requeue FILE: carry out the requeue --heal-defer kept
   bool help = false;
   bool version = false;
   std::vector<std::string> command;

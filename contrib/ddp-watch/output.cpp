@@ -40,25 +40,31 @@ std::optional<std::vector<int>> parse_task_list(std::string_view text, int max_t
   return out;
 }
 
-std::vector<std::string> LineBuffer::add(std::string_view bytes) {
-  std::vector<std::string> lines;
-  pending_.append(bytes);
+std::vector<BufferedLine> LineBuffer::add(std::string_view bytes) {
+  std::vector<BufferedLine> lines;
+  // Only the new bytes are searched: a line arriving a byte at a time costs linear time.
   std::size_t start = 0;
-  for (std::size_t nl; (nl = pending_.find('\n', start)) != std::string::npos; start = nl + 1) {
-    lines.push_back(pending_.substr(start, nl - start));
+  std::size_t from = pending_.size();
+  pending_.append(bytes);
+  for (std::size_t nl; (nl = pending_.find('\n', from)) != std::string::npos;
+       start = from = nl + 1) {
+    lines.push_back({pending_.substr(start, nl - start), continued_});
+    continued_ = false;
   }
   pending_.erase(0, start);
   if (pending_.size() > k_max_line) {
-    lines.push_back(std::move(pending_));
+    lines.push_back({std::move(pending_), continued_});
     pending_.clear();
+    continued_ = true;
   }
   return lines;
 }
 
-std::optional<std::string> LineBuffer::finish() {
+std::optional<BufferedLine> LineBuffer::finish() {
   if (pending_.empty()) return std::nullopt;
-  std::string rest = std::move(pending_);
+  BufferedLine rest{std::move(pending_), continued_};
   pending_.clear();
+  continued_ = false;
   return rest;
 }
 

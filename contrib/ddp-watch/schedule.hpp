@@ -19,6 +19,10 @@ class Schedule {
   Schedule(long timeout_s, long startup_s, long grace_s, Clock::time_point start);
   // Something came from the step (a byte of output, a new heartbeat): the stall clock restarts.
   void progress(Clock::time_point now);
+  // The step's processes wrote, but nothing reached ddp-watch (activity.hpp): the stall clock
+  // restarts, and the startup allowance, if still running, stays the limit.
+  void activity(Clock::time_point now) { last_progress_ = now; }
+  Clock::time_point last_progress() const { return last_progress_; }
   // What is due at `now`: a stall once, then the kill once, then nothing.
   Due due(Clock::time_point now) const;
   // The stall was acted on at `now`: the kill falls due after the grace.

@@ -46,8 +46,10 @@ bool run_command(const std::vector<std::string>& argv, std::chrono::seconds dead
   return ran && ran->status == 0;
 }
 
-std::string capture(const std::vector<std::string>& argv) {
-  auto ran = ddp::sys::run(argv);
+std::string capture(const std::vector<std::string>& argv, std::chrono::seconds deadline) {
+  ddp::sys::RunOptions options;
+  options.deadline = deadline;
+  auto ran = ddp::sys::run(argv, options);
   if (!ran) announce(ran.error().message);
   return ran && ran->status == 0 ? ran->out : "";
 }

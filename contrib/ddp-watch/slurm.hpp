@@ -22,9 +22,10 @@ std::vector<StepRow> running_steps(const std::string& job_id);
 bool run_command(const std::vector<std::string>& argv,
                  std::chrono::seconds deadline = std::chrono::seconds(30));
 
-// Runs argv for at most 30 s and returns its standard output; "" when it cannot run, fails or
-// passes the deadline (said on stderr).
-std::string capture(const std::vector<std::string>& argv);
+// Runs argv for at most `deadline` and returns its standard output; "" when it cannot run,
+// fails or passes the deadline (said on stderr).
+std::string capture(const std::vector<std::string>& argv,
+                    std::chrono::seconds deadline = std::chrono::seconds(30));
 
 // Sends `signal` (a name such as "ABRT", "KILL") to every task of `step` with scancel.
 // Returns whether scancel succeeded.

@@ -4,19 +4,9 @@
 
 namespace ddp::watch {
 
-StepOutput::StepOutput(const OutputMode& mode) : mode_(mode) {
+StepOutput::StepOutput(const OutputMode& mode) : mode_(mode), gate_(mode.preflight, mode.labels) {
   reader_.set_task_is_rank(!mode.torchrun);
   reader_.set_srun(mode.labels);
-}
-
-// Suspect lines count only from ddp-check, the preflight: a training program's own output must
-// not exclude nodes.
-void StepOutput::gather_suspects(const std::string& text) {
-  if (!mode_.heal) return;
-  if (auto s = mode_.preflight ? ddp::parse_suspect_line(text) : std::nullopt) {
-    suspects_.push_back(*s);
-  }
-  for (Suspect& s : srun_suspects(text)) suspects_.push_back(std::move(s));
 }
 
 // One line of the step as written out: with its label when asked to keep them.
@@ -27,11 +17,16 @@ Write StepOutput::forward(const Line& l, std::string_view raw, int fd) const {
   return {fd, l.text + "\n"};
 }
 
-std::vector<Write> StepOutput::line(std::string_view raw, int fd, bool stalled) {
+std::vector<Write> StepOutput::line(std::string_view raw, int fd, bool stalled, bool continued) {
   std::vector<Write> out;
   Line whole = mode_.labels ? split_label(raw) : Line{-1, std::string(raw)};
+  // An unlabelled line that is not provably srun's is read as nobody's (trust.hpp).
+  if (whole.task == -1 && writer_of(whole, fd, !continued, mode_.labels) != Writer::srun) {
+    whole.task = k_unknown_writer;
+  }
   if (whole.task >= 0) tasks_.insert(whole.task);
   if (!stalled || whole.task < 0) out.push_back(forward(whole, raw, fd));
+  bool first = !continued;
   for (Line& l : split_at_dump(std::move(whole))) {
     // After the stack request the dumps go to the stacks file, not into the job's output;
     // what else the tasks print meanwhile is forwarded as before.
@@ -40,7 +35,9 @@ std::vector<Write> StepOutput::line(std::string_view raw, int fd, bool stalled) 
           forward(l, mode_.keep_labels ? std::to_string(l.task) + ": " + l.text : "", fd));
     }
     reader_.add(l);
-    gather_suspects(l.text);
+    // Suspect lines from the start of the line only: a dump split out of it is not one.
+    if (mode_.heal) gate_.add(l, fd, first);
+    first = false;
     if (stalled && captured_bytes_ < k_max_captured) {
       captured_bytes_ += l.text.size() + 16;
       captured_.push_back(std::move(l));

@@ -12,6 +12,7 @@
 #include "ddp-watch/dump_plan.hpp"
 #include "ddp-watch/output.hpp"
 #include "ddp-watch/traceback.hpp"
+#include "ddp-watch/trust.hpp"
 #include "libddp/util/suspect.hpp"
 
 namespace ddp::watch {
@@ -37,8 +38,8 @@ class StepOutput {
   explicit StepOutput(const OutputMode& mode);
   // One line the command wrote to `fd`. `stalled`: the stacks were asked for, so the dumps go
   // to the stacks file and the lines are kept for the verdict, while the program's own lines
-  // are still forwarded.
-  std::vector<Write> line(std::string_view raw, int fd, bool stalled);
+  // are still forwarded. `continued`: the rest of a cut line (LineBuffer), nobody's for sure.
+  std::vector<Write> line(std::string_view raw, int fd, bool stalled, bool continued = false);
   // One line of the stack helper: its record of a process it signalled, or text for stderr.
   std::vector<Write> helper_line(std::string_view raw);
 
@@ -47,14 +48,15 @@ class StepOutput {
   const std::vector<Line>& captured() const { return captured_; }
   std::vector<int> tasks() const { return {tasks_.begin(), tasks_.end()}; }
   const std::vector<StepProcess>& notices() const { return notices_; }
-  const std::vector<Suspect>& suspects() const { return suspects_; }
+  // The nodes the output named, under trust.hpp's rules, and what was left unread.
+  const std::vector<Suspect>& suspects() const { return gate_.suspects(); }
+  const std::vector<std::string>& evidence_notes() const { return gate_.notes(); }
 
   // The most bytes of lines kept after the stack request: a step may print without end.
   static constexpr std::size_t k_max_captured = 64u << 20;
 
  private:
   Write forward(const Line& l, std::string_view raw, int fd) const;
-  void gather_suspects(const std::string& text);
 
   OutputMode mode_;
   CrashReader reader_;
@@ -63,7 +65,7 @@ class StepOutput {
   std::vector<Line> captured_;
   std::size_t captured_bytes_ = 0;
   std::vector<StepProcess> notices_;
-  std::vector<Suspect> suspects_;
+  EvidenceGate gate_;
 };
 
 }  // namespace ddp::watch

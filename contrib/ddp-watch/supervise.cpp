@@ -66,6 +66,7 @@ class Watch {
   void check_files();
   void act(const Action& a);
   void ask_stacks();
+  void probe();
   bool start_helper(const StackRequest::Helper& h);
   bool child_ended();
   void drain_after_end();
@@ -127,6 +128,10 @@ void Watch::check_files() {
 
 void Watch::act(const Action& a) {
   if (a.act == Act::none) return;
+  if (a.act == Act::probe) {
+    probe();
+    return;
+  }
   announce(a.message);
   if (a.act == Act::ask_stacks) {
     ask_stacks();
@@ -145,6 +150,15 @@ void Watch::ask_stacks() {
     for (const std::string& s : r.steps) signalled = signal_step(s, "ABRT") || signalled;
   }
   if (!signalled) kill(-child_.pid, SIGABRT);
+}
+
+// Reads what the step's processes wrote on each node (the helper step, to its end within its
+// deadline) and hands it to the core.
+void Watch::probe() {
+  auto r = core_.probe_request(running_steps(env_or("SLURM_JOB_ID", "")), self_path());
+  std::string out;
+  if (r) out = capture(r->argv, r->deadline);
+  if (auto line = core_.on_probe(Clock::now(), out)) announce(*line);
 }
 
 // Freezes the step on every node, then starts the helper that dumps it; false when the freeze

@@ -101,12 +101,13 @@ Outcome Supervisor::start_failed(const std::string& error) {
   return o;
 }
 
-std::vector<Write> Supervisor::lines(Stream stream, const std::vector<std::string>& text) {
+std::vector<Write> Supervisor::lines(Stream stream, const std::vector<BufferedLine>& text) {
   std::vector<Write> out;
   const bool helper = stream == Stream::helper_out || stream == Stream::helper_err;
   const int fd = stream == Stream::out ? 1 : 2;
-  for (const std::string& t : text) {
-    auto w = helper ? output_.helper_line(t) : output_.line(t, fd, schedule_.is_stalled());
+  for (const BufferedLine& t : text) {
+    auto w = helper ? output_.helper_line(t.text)
+                    : output_.line(t.text, fd, schedule_.is_stalled(), t.continued);
     for (Write& x : w) out.push_back(std::move(x));
   }
   return out;
@@ -131,9 +132,36 @@ void Supervisor::on_file_time(Clock::time_point now, std::size_t file, FileTime 
   schedule_.progress(now);
 }
 
+// Probes need a job and an srun step: outside Slurm the output reaches ddp-watch unbuffered.
+bool Supervisor::probing() const {
+  return !env_.job_id.empty() && output_.mode().labels;
+}
+
+// Whether the last probe was read after the last progress: a baseline for this silence.
+bool Supervisor::baseline_fresh() const {
+  return activity_ && activity_at_ >= schedule_.last_progress();
+}
+
 Action Supervisor::on_tick(Clock::time_point now) {
   Action a;
-  switch (schedule_.due(now)) {
+  const Due due = schedule_.due(now);
+  if (probing() && !schedule_.is_stalled()) {
+    if (due == Due::stall && !no_writes_ && baseline_fresh()) {
+      comparing_ = true;
+      a.act = Act::probe;
+      return a;
+    }
+    // Half the limit into a silence: the baseline, once per silence.
+    const auto half = std::chrono::seconds(schedule_.limit_s()) / 2;
+    if (due == Due::nothing && now - schedule_.last_progress() >= half && !baseline_fresh() &&
+        baseline_failed_ != schedule_.last_progress()) {
+      comparing_ = false;
+      a.act = Act::probe;
+      return a;
+    }
+  }
+  no_writes_ = false;
+  switch (due) {
     case Due::stall:
       schedule_.stalled(now);  // the grace starts now, whatever the helper does
       a.act = Act::ask_stacks;
@@ -152,15 +180,63 @@ Action Supervisor::on_tick(Clock::time_point now) {
   return a;
 }
 
+void Supervisor::find_ours(const std::vector<StepRow>& running) {
+  for (const StepRow& s : running) {
+    if (std::find(before_.begin(), before_.end(), s.id) != before_.end()) continue;
+    auto same = [&](const StepRow& o) { return o.id == s.id; };
+    if (std::none_of(ours_.begin(), ours_.end(), same)) ours_.push_back(s);
+  }
+}
+
+std::optional<Supervisor::ProbeRequest> Supervisor::probe_request(
+    const std::vector<StepRow>& running, const std::string& self) {
+  find_ours(running);
+  if (ours_.size() != 1) return std::nullopt;
+  auto nodes = Hostlist::count(ours_[0].nodes);
+  if (!nodes) return std::nullopt;
+  return ProbeRequest{helper_argv(env_.job_id, ours_[0], *nodes, self, "--probe-step"),
+                      schedule_.helper_deadline()};
+}
+
+std::optional<std::string> Supervisor::on_probe(Clock::time_point now, std::string_view output) {
+  std::optional<std::string> say;
+  std::optional<Activity> probe = parse_probe(output);
+  if (!probe) {
+    // No answer: the stall is judged by the output alone, as without probes.
+    if (comparing_) {
+      no_writes_ = true;
+    } else {
+      baseline_failed_ = schedule_.last_progress();
+    }
+    activity_.reset();
+    return say;
+  }
+  if (comparing_ && activity_) {
+    if (wrote_between(*activity_, *probe)) {
+      schedule_.activity(now);
+      if (!said_activity_) {
+        said_activity_ = true;
+        say = "no output for " + std::to_string(schedule_.limit_s()) +
+              " s, but the step's processes wrote since the last look (a line held back by "
+              "slurmstepd, a progress bar): not a stall";
+      }
+    } else {
+      no_writes_ = true;
+    }
+  }
+  activity_ = std::move(probe);
+  activity_at_ = now;
+  comparing_ = false;
+  return say;
+}
+
 // srun does not forward SIGABRT: scancel signals the job's new steps. torchrun's workers share
 // their launcher's output, and a worker still running on another node would leave its
 // collective when its peer dies: the helper first stops every process of the one step on every
 // node, then signals them one at a time.
 StackRequest Supervisor::stack_request(const std::vector<StepRow>& running,
                                        const std::string& self) {
-  for (const StepRow& s : running) {
-    if (std::find(before_.begin(), before_.end(), s.id) == before_.end()) ours_.push_back(s);
-  }
+  find_ours(running);
   StackRequest r;
   for (const StepRow& s : ours_) r.steps.push_back(s.id);
   if (ours_.size() != 1) return r;
@@ -188,6 +264,7 @@ Outcome Supervisor::stall_outcome() const {
     o.heal = true;
     o.heal_failed = true;
     o.heal_suspects = output_.suspects();
+    for (const std::string& n : output_.evidence_notes()) o.announce.push_back(n);
     o.heal_suspects.insert(o.heal_suspects.end(), o.report.suspects.begin(),
                            o.report.suspects.end());
   }
@@ -208,6 +285,7 @@ Outcome Supervisor::on_exit(int code) const {
   if (output_.mode().heal && (code != 0 || !output_.mode().preflight)) {
     o.heal = true;
     o.heal_failed = code != 0;
+    for (const std::string& n : output_.evidence_notes()) o.announce.push_back(n);
     o.heal_suspects = std::move(suspects);
   }
   return o;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ddp-watch/activity.hpp"
 #include "ddp-watch/options.hpp"
 #include "ddp-watch/output.hpp"
 #include "ddp-watch/report.hpp"
@@ -50,6 +51,7 @@ struct FileTime {
 // What the watcher must do after a tick.
 enum class Act {
   none,
+  probe,       // probe_request() with the job's running steps, run it, on_probe() its output
   ask_stacks,  // announce `message`, then stack_request() with the job's running steps
   kill,        // announce `message`, scancel --signal=KILL `steps`, SIGKILL the process group
 };
@@ -125,13 +127,26 @@ class Supervisor {
   // After ask_stacks: how to ask, from the job's running steps (squeue) and this program's
   // path (for the helper step).
   StackRequest stack_request(const std::vector<StepRow>& running, const std::string& self);
+  // After Act::probe: the helper step that reads what the command's step wrote on each node
+  // (run to its end, within `deadline`), or nothing when the step is not known.
+  struct ProbeRequest {
+    std::vector<std::string> argv;
+    std::chrono::seconds deadline{};
+  };
+  std::optional<ProbeRequest> probe_request(const std::vector<StepRow>& running,
+                                            const std::string& self);
+  // What the probe printed at `now` ("" when it failed or could not run). The first probe of a
+  // silence is the baseline; the one when the stall falls due is compared with it, and a
+  // process that wrote between them holds the stall off (Schedule::activity). Returns a line
+  // to announce, the first time only.
+  std::optional<std::string> on_probe(Clock::time_point now, std::string_view output);
   // The command ended with exit status `code` (ddp::sys::exit_status of its wait status).
   Outcome on_exit(int code) const;
 
   bool is_stalled() const { return schedule_.is_stalled(); }
 
  private:
-  std::vector<Write> lines(Stream stream, const std::vector<std::string>& text);
+  std::vector<Write> lines(Stream stream, const std::vector<BufferedLine>& text);
   Outcome stall_outcome() const;
 
   const Options& options_;
@@ -144,6 +159,19 @@ class Supervisor {
   std::string refusal_;
   std::vector<std::string> before_;
   std::vector<StepRow> ours_;  // the command's steps, found at the stall
+  void find_ours(const std::vector<StepRow>& running);
+  bool probing() const;
+  bool baseline_fresh() const;
+
+  // The probes (activity.hpp): the last counts and when they were read; whether the probe of
+  // this due stall found no write (the stall goes on); the progress time whose baseline probe
+  // failed (not tried again before the next progress).
+  std::optional<Activity> activity_;
+  Clock::time_point activity_at_{};
+  bool comparing_ = false;
+  bool no_writes_ = false;
+  std::optional<Clock::time_point> baseline_failed_;
+  bool said_activity_ = false;
 };
 
 }  // namespace ddp::watch

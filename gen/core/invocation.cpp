@@ -30,10 +30,13 @@ std::string seconds_word(std::string_view name, const RunSeconds& s) {
 // ddp-watch's healing options: a number and a file named by $SLURM_JOB_ID (the same in every
 // run of the job, and this task's own in an array) in the submit directory, which the next
 // run's batch host sees too.
-void set_heal(WatchInvocation& w, const Heal& h) {
+// With post: lines the requeue waits for them (--heal-defer; the script then runs
+// ddp-watch --heal-requeue on the same record).
+void set_heal(WatchInvocation& w, const Heal& h, bool has_post) {
   w.heal = "$SLURM_SUBMIT_DIR/.ddp-heal.${SLURM_JOB_ID}";
   w.heal_max = h.max_requeues;
   w.heal_no_exclude = !h.exclude;
+  w.heal_defer = has_post;
 }
 
 }  // namespace
@@ -53,7 +56,7 @@ std::optional<WatchInvocation> preflight_watch(const Plan& plan) {
   w.timeout = {.value = plan.preflight->timeout,
                .env = "DDP_CHECK_TIMEOUT",
                .plus = k_preflight_watch_margin};
-  set_heal(w, *plan.heal);
+  set_heal(w, *plan.heal, !plan.post.empty());
   return w;
 }
 
@@ -69,7 +72,7 @@ std::optional<WatchInvocation> training_watch(const Plan& plan) {
   w.grace = d.grace;
   w.stacks = "ddp-watch-${SLURM_JOB_ID}.stacks";
   if (d.heartbeat) w.heartbeat = "ddp-heartbeat-${SLURM_JOB_ID}";
-  if (plan.heal) set_heal(w, *plan.heal);
+  if (plan.heal) set_heal(w, *plan.heal, !plan.post.empty());
   return w;
 }
 
@@ -90,6 +93,7 @@ std::vector<std::string> words(const WatchInvocation& w) {
   if (w.heal) out.push_back(expanding("--heal", *w.heal));
   if (w.heal_max) out.push_back(literal("--heal-max", std::to_string(*w.heal_max)));
   if (w.heal_no_exclude) out.emplace_back("--heal-no-exclude");
+  if (w.heal_defer) out.emplace_back("--heal-defer");
   return out;
 }
 

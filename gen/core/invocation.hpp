@@ -40,6 +40,7 @@ struct WatchInvocation {
   std::optional<std::string> heal;       // --heal: the record of the job's runs
   std::optional<long> heal_max;          // --heal-max
   bool heal_no_exclude = false;          // --heal-no-exclude
+  bool heal_defer = false;               // --heal-defer: the script's post: lines run first
 };
 
 // What ddp-check and ddp-watch get in the script of `plan`; nothing where it has no such step.

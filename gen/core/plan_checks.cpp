@@ -123,6 +123,15 @@ void check_heal(const Job& job) {
     reject(job, "heal",
            "\"heal\" requeues a failed job itself, without the nodes it names: drop "
            "\"checkpoint.requeue_on_failure\"");
+  // One counter, SLURM_RESTART_COUNT, counts every requeue of the job whatever caused it, and
+  // both caps compare with it: heal's can only be the lower one.
+  if (job.checkpoint && job.heal->max_requeues > job.checkpoint->max_restarts)
+    reject(job, "heal",
+           "\"heal.max_requeues\" (" + std::to_string(job.heal->max_requeues) +
+               ") is above \"checkpoint.max_restarts\" (" +
+               std::to_string(job.checkpoint->max_restarts) +
+               "): both cap the job's restarts (SLURM_RESTART_COUNT, whatever caused them); "
+               "lower heal.max_requeues or raise checkpoint.max_restarts");
 }
 
 }  // namespace

@@ -110,6 +110,7 @@ ddp::watch::Options watch_options(const WatchInvocation& w) {
   o.heal = w.heal.value_or("");
   if (w.heal_max) o.heal_max = *w.heal_max;
   o.heal_exclude = !w.heal_no_exclude;
+  o.heal_defer = w.heal_defer;
   o.command = {"srun"};
   return o;
 }

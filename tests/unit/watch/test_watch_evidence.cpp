@@ -75,6 +75,19 @@ TEST(WatchEvidence, CrashNamesSigbusNotTheProgramsOwnDeaths) {
     plain.add(l);
   }
   EXPECT_TRUE(crash_suspects(plain.facts()).empty());
+
+  // torchrun's failure table is a task's output: quoted in the summary, never a suspect.
+  CrashReader table;
+  for (const Line& l : fixtures::lines("0: Root Cause (first observed failure):\n"
+                                       "0: [0]:\n"
+                                       "0:   host      : node03\n"
+                                       "0:   rank      : 2 (local_rank: 0)\n"
+                                       "0:   exitcode  : -7 (pid: 42)\n"
+                                       "0: ========================\n")) {
+    table.add(l);
+  }
+  ASSERT_EQ(table.facts().workers.size(), 1u);
+  EXPECT_TRUE(crash_suspects(table.facts()).empty());
 }
 
 TEST(WatchEvidence, SrunNamesTheNode) {

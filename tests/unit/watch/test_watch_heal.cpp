@@ -48,13 +48,14 @@ TEST(WatchHeal, Decisions) {
     std::vector<std::string> log;
   };
   using F = ddp::Fault;
-  const HealRecord retried{{}, 1};
-  const HealRecord hung_on_2{{{0, suspect("node02", F::hang, "train.py:57 in load_batch")}}, 0};
+  const HealRecord retried{{}, 1, "", 0, false, {}};
+  const HealRecord hung_on_2{
+      {{0, suspect("node02", F::hang, "train.py:57 in load_batch")}}, 0, "", 0, false, {}};
   const Case cases[] = {
-      {"success", {}, {false, {}, k_nodes, 0}, {true, 3}, HealAction::done, {}, {}},
+      {"success", {}, {false, {}, k_nodes, 0, 0, 0}, {true, 3}, HealAction::done, {}, {}},
       {"one unreachable node",
        {},
-       {true, {suspect("node02", F::unreachable)}, k_nodes, 0},
+       {true, {suspect("node02", F::unreachable)}, k_nodes, 0, 0, 0},
        {true, 3},
        HealAction::requeue,
        {"node02"},
@@ -66,7 +67,9 @@ TEST(WatchHeal, Decisions) {
         {suspect("node02", F::missing_rank), suspect("node02", F::unreachable),
          suspect("node03", F::slow)},
         k_nodes,
-        1},
+        1,
+        0,
+        0},
        {true, 3},
        HealAction::requeue,
        {"node02", "node03"},
@@ -75,7 +78,7 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 2 of at most 3 without node[02-03]"}},
       {"a host that is no node of the run",
        {},
-       {true, {suspect("login", F::slow), suspect("node01", F::fabric)}, k_nodes, 0},
+       {true, {suspect("login", F::slow), suspect("node01", F::fabric)}, k_nodes, 0, 0, 0},
        {true, 3},
        HealAction::requeue,
        {"node01"},
@@ -84,7 +87,7 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 1 of at most 3 without node01"}},
       {"at the cap",
        {},
-       {true, {suspect("node02", F::hardware_signal)}, k_nodes, 3},
+       {true, {suspect("node02", F::hardware_signal)}, k_nodes, 3, 0, 0},
        {true, 3},
        HealAction::fail,
        {},
@@ -92,7 +95,7 @@ TEST(WatchHeal, Decisions) {
         "not requeueing: restarted 3 time(s), the cap (heal.max_requeues: 3)"}},
       {"exclusion off",
        {},
-       {true, {suspect("node02", F::node_failure)}, k_nodes, 0},
+       {true, {suspect("node02", F::node_failure)}, k_nodes, 0, 0, 0},
        {false, 2},
        HealAction::requeue,
        {},
@@ -100,7 +103,7 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 1 of at most 2 on any nodes (heal.exclude is off)"}},
       {"nobody named: one retry",
        {},
-       {true, {}, k_nodes, 0},
+       {true, {}, k_nodes, 0, 0, 0},
        {true, 3},
        HealAction::requeue,
        {},
@@ -108,7 +111,7 @@ TEST(WatchHeal, Decisions) {
         "failure ends the job"}},
       {"nobody named again: the fault follows the job",
        retried,
-       {true, {}, k_nodes, 1},
+       {true, {}, k_nodes, 1, 0, 0},
        {true, 3},
        HealAction::fail,
        {},
@@ -119,6 +122,8 @@ TEST(WatchHeal, Decisions) {
        {true,
         {suspect("node01", F::hang), suspect("node02", F::hang), suspect("node03", F::hang)},
         k_nodes,
+        0,
+        0,
         0},
        {true, 3},
        HealAction::requeue,
@@ -130,7 +135,9 @@ TEST(WatchHeal, Decisions) {
        {true,
         {suspect("node04", F::hang, "train.py:57 in load_batch")},
         {"node01", "node03", "node04"},
-        1},
+        1,
+        0,
+        0},
        {true, 3},
        HealAction::requeue,
        {},
@@ -142,7 +149,9 @@ TEST(WatchHeal, Decisions) {
        {true,
         {suspect("node04", F::hang, "train.py:80 in step")},
         {"node01", "node03", "node04"},
-        1},
+        1,
+        0,
+        0},
        {true, 3},
        HealAction::requeue,
        {"node04"},
@@ -150,15 +159,59 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 2 of at most 3 without node04"}},
       {"named again after an exclusion that did not take",
        hung_on_2,
-       {true, {suspect("node02", F::unreachable)}, k_nodes, 1},
+       {true, {suspect("node02", F::unreachable)}, k_nodes, 1, 0, 0},
        {true, 3},
        HealAction::requeue,
        {"node02"},
        {"excluding again node02 (unreachable): evidence of node02",
         "requeueing: restart 2 of at most 3 without node02"}},
+      {"past the partition: the job would pend for ever",
+       {},
+       {true, {suspect("node02", F::slow)}, k_nodes, 0, 4, 1},
+       {true, 3},
+       HealAction::fail,
+       {},
+       {"named node02 (slow): evidence of node02",
+        "not requeueing: excluding 1 more would leave 2 of the partition's 4 nodes (1 excluded "
+        "already) for a job of 3; the job ends, naming node02"}},
+      {"within the partition",
+       {},
+       {true, {suspect("node02", F::slow)}, k_nodes, 0, 4, 0},
+       {true, 3},
+       HealAction::requeue,
+       {"node02"},
+       {"excluding node02 (slow): evidence of node02",
+        "requeueing: restart 1 of at most 3 without node02"}},
+      {"named again: not counted twice",
+       hung_on_2,
+       {true, {suspect("node02", F::unreachable)}, k_nodes, 1, 4, 1},
+       {true, 3},
+       HealAction::requeue,
+       {"node02"},
+       {"excluding again node02 (unreachable): evidence of node02",
+        "requeueing: restart 2 of at most 3 without node02"}},
+      {"a flood of names from outside the run: one line",
+       {},
+       {true,
+        {suspect("n1", F::node_failure), suspect("n2", F::node_failure),
+         suspect("n3", F::node_failure), suspect("n4", F::node_failure),
+         suspect("n5", F::node_failure), suspect("n6", F::node_failure),
+         suspect("n7", F::node_failure), suspect("n8", F::node_failure),
+         suspect("n9", F::node_failure), suspect("n10", F::node_failure)},
+        k_nodes,
+        0,
+        0,
+        0},
+       {true, 3},
+       HealAction::requeue,
+       {},
+       {"ignoring \"n1\", \"n2\", \"n3\", \"n4\", \"n5\", \"n6\", \"n7\", \"n8\" and 2 "
+        "more: not nodes of this run (node[01-03])",
+        "not blaming a node: no node was named; requeueing once as it is, a second such failure "
+        "ends the job"}},
       {"nobody named, no requeue allowed",
        {},
-       {true, {}, k_nodes, 0},
+       {true, {}, k_nodes, 0, 0, 0},
        {true, 0},
        HealAction::fail,
        {},
@@ -197,6 +250,29 @@ TEST(WatchHeal, RecordRoundTripsAndSummarises) {
             "excluded across runs: node02 (run 0, unreachable), node04 (run 2, hang)");
   EXPECT_EQ(excluded_summary({}), "excluded across runs: none");
   EXPECT_TRUE(parse_record(""));
+
+  // The job that wrote it comes first.
+  HealRecord j;
+  j.job = "42";
+  j.written = 1;
+  EXPECT_EQ(format_record(j), "job\t42\t1\nunblamed\t0\n");
+  auto jb = parse_record(format_record(j));
+  ASSERT_TRUE(jb);
+  EXPECT_EQ(jb->job, "42");
+  EXPECT_EQ(jb->written, 1u);
+  EXPECT_FALSE(parse_record("unblamed\t0\njob\t42\t1\n"));  // only as the first line
+  // A requeue kept for --heal-requeue, with its nodes (none: requeue as it is).
+  j.requeue = true;
+  j.requeue_exclude = {"node02", "node03"};
+  EXPECT_EQ(format_record(j), "job\t42\t1\nunblamed\t0\nrequeue\tnode02,node03\n");
+  auto kept = parse_record(format_record(j));
+  ASSERT_TRUE(kept);
+  EXPECT_TRUE(kept->requeue);
+  EXPECT_EQ(kept->requeue_exclude, (std::vector<std::string>{"node02", "node03"}));
+  auto plain = parse_record("requeue\t\n");
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->requeue);
+  EXPECT_TRUE(plain->requeue_exclude.empty());
   auto bad = parse_record("unblamed\t1\nexcluded\tx\tnode01\thang\t\t\n");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message,
@@ -218,4 +294,19 @@ TEST(WatchHeal, ReadsTheExcludedListOfScontrol) {
   EXPECT_EQ(exclusion_field("JobId=7 ExcNodeList=(null)\n"), "(null)");
   EXPECT_EQ(exclusion_field("JobId=7 XExcNodeList=a"), "");
   EXPECT_EQ(exclusion_field(""), "");
+}
+
+// A record is read only by a later run of the job that wrote it.
+TEST(WatchHeal, StaleRecords) {
+  HealRecord r;
+  r.job = "42";
+  r.written = 0;
+  EXPECT_EQ(stale_record(r, "42", 1), "");
+  EXPECT_EQ(stale_record(r, "42", 0),
+            "it was written by run 0, this is run 0: an earlier job with the same id");
+  EXPECT_EQ(stale_record(r, "43", 1), "it is job 42's");
+  r.written = 3;
+  EXPECT_EQ(stale_record(r, "42", 2),
+            "it was written by run 3, this is run 2: an earlier job with the same id");
+  EXPECT_EQ(stale_record(HealRecord{}, "42", 1), "it names no job");
 }

@@ -156,3 +156,24 @@ TEST(WatchOptions, Heal) {
             "ddp-watch: unknown option \"--heal-mx=1\" (did you mean --heal-max?); see ddp-watch "
             "--help");
 }
+
+// The internal helper modes need no --timeout and no command.
+TEST(WatchOptions, HelperModes) {
+  auto probe = parse_options({"--probe-step", "12.0"});
+  ASSERT_TRUE(probe) << probe.error().message;
+  EXPECT_EQ(probe->probe_step, "12.0");
+  auto dump = parse_options({"--dump-step=12.1"});
+  ASSERT_TRUE(dump) << dump.error().message;
+  EXPECT_EQ(dump->dump_step, "12.1");
+  EXPECT_TRUE(dump->probe_step.empty());
+}
+
+// --heal-defer keeps the requeue; --heal-requeue FILE carries it out later, with no command.
+TEST(WatchOptions, HealDeferAndRequeue) {
+  auto defer = parse_options({"--timeout=1m", "--heal=rec", "--heal-defer", "srun", "true"});
+  ASSERT_TRUE(defer) << defer.error().message;
+  EXPECT_TRUE(defer->heal_defer);
+  auto later = parse_options({"--heal-requeue", "rec"});
+  ASSERT_TRUE(later) << later.error().message;
+  EXPECT_EQ(later->heal_requeue, "rec");
+}

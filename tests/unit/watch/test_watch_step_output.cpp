@@ -97,11 +97,14 @@ TEST(WatchStepOutput, AfterTheStackRequestTheDumpsAreHeldBack) {
 TEST(WatchStepOutput, LineBufferCutsLongLines) {
   LineBuffer b;
   EXPECT_TRUE(b.add("ab").empty());
-  EXPECT_EQ(b.add("c\nd\n\ne"), (std::vector<std::string>{"abc", "d", ""}));
+  EXPECT_EQ(b.add("c\nd\n\ne"), (std::vector<BufferedLine>{{"abc"}, {"d"}, {""}}));
   const std::string long_line(LineBuffer::k_max_line + 1, 'x');
-  EXPECT_EQ(b.add(long_line), (std::vector<std::string>{"e" + long_line}));
+  EXPECT_EQ(b.add(long_line), (std::vector<BufferedLine>{{"e" + long_line}}));
   EXPECT_FALSE(b.finish());
+  // The rest of a cut line is marked: it does not start a line, whatever it says.
+  EXPECT_EQ(b.add("srun: error: x\nnext\n"),
+            (std::vector<BufferedLine>{{"srun: error: x", true}, {"next"}}));
   b.add("tail");
-  EXPECT_EQ(b.finish(), "tail");
+  EXPECT_EQ(b.finish(), (BufferedLine{"tail"}));
   EXPECT_FALSE(b.finish());
 }

@@ -360,14 +360,16 @@ TEST(WatchSupervise, RequeueAfterAStall) {
 }
 
 // What goes to --heal: only with --heal; a preflight (ddp-check) that passed hands nothing
-// over; suspect lines count only from ddp-check; srun's node failures and the crash's nodes do.
+// over; suspect lines count only from ddp-check's rank 0; srun's own node failures (unlabelled,
+// on its stderr) and the crash's nodes do, a task's copy of them does not.
 TEST(WatchSupervise, HealHandOff) {
-  const std::string suspect_line = "2: ddp-check: suspect node03: unreachable: no answer\n";
+  const std::string suspect_line = "0: ddp-check: suspect node03: unreachable: no answer\n";
   const std::string node_failure = "srun: error: Node failure on node02\n";
   struct Case {
     const char* name;
     std::vector<std::string> command;
     std::string heal;
+    Stream stream;
     std::string output;
     bool stall;
     int code;
@@ -377,29 +379,130 @@ TEST(WatchSupervise, HealHandOff) {
   };
   const std::vector<std::string> check = {"srun", "/usr/bin/ddp-check"};
   const std::vector<std::string> train = {"srun", "python", "t.py"};
+  const Stream out = Stream::out;
+  const Stream err = Stream::err;
   const Case cases[] = {
-      {"no --heal", check, "", suspect_line, false, 1, false, false, {}},
-      {"a preflight that passed", check, "rec", "", false, 0, false, false, {}},
-      {"a preflight that failed", check, "rec", suspect_line, false, 1, true, true, {"node03"}},
-      {"a training step that passed", train, "rec", "", false, 0, true, false, {}},
-      {"a training program's suspect line", train, "rec", suspect_line, false, 1, true, true, {}},
-      {"srun's node failure", train, "rec", node_failure, false, 1, true, true, {"node02"}},
-      {"a stall", train, "rec", node_failure, true, 137, true, true, {"node02"}},
+      {"no --heal", check, "", out, suspect_line, false, 1, false, false, {}},
+      {"a preflight that passed", check, "rec", out, "", false, 0, false, false, {}},
+      {"a preflight that failed", check, "rec", out, suspect_line, false, 1, true, true, {"node03"}},
+      {"another task's suspect line", check, "rec", out,
+       "2: ddp-check: suspect node03: unreachable: no answer\n", false, 1, true, true, {}},
+      {"a training step that passed", train, "rec", out, "", false, 0, true, false, {}},
+      {"a training program's suspect line", train, "rec", out, suspect_line, false, 1, true, true,
+       {}},
+      {"srun's node failure", train, "rec", err, node_failure, false, 1, true, true, {"node02"}},
+      {"a task's node failure line", train, "rec", err, "1: " + node_failure, false, 1, true, true,
+       {}},
+      {"a stall", train, "rec", err, node_failure, true, 137, true, true, {"node02"}},
   };
   for (const Case& c : cases) {
     Options o = options(c.command);
     o.heal = c.heal;
     Supervisor s(o, job("42"));
     s.started(t0);
-    s.on_output(t0 + seconds(1), Stream::out, c.output);
+    s.on_output(t0 + seconds(1), c.stream, c.output);
     if (c.stall) {
       ASSERT_EQ(s.on_tick(t0 + seconds(60)).act, Act::ask_stacks);
     }
-    Outcome out = s.on_exit(c.code);
-    EXPECT_EQ(out.heal, c.heal_out) << c.name;
-    EXPECT_EQ(out.heal_failed, c.failed) << c.name;
+    Outcome outcome = s.on_exit(c.code);
+    EXPECT_EQ(outcome.heal, c.heal_out) << c.name;
+    EXPECT_EQ(outcome.heal_failed, c.failed) << c.name;
     std::vector<std::string> nodes;
-    for (const ddp::Suspect& x : out.heal_suspects) nodes.push_back(x.node);
+    for (const ddp::Suspect& x : outcome.heal_suspects) nodes.push_back(x.node);
     EXPECT_EQ(nodes, c.nodes) << c.name;
   }
+}
+
+// A silence in a job's srun step is probed before it is called a stall: half the limit in, the
+// helper reads what each process of the step wrote (the baseline); when the stall falls due it
+// reads again, and a count that grew holds the stall off. No write, a probe that fails, or no
+// job: the stall, on time.
+TEST(WatchSupervise, ProbesASilenceBeforeTheStall) {
+  const std::vector<StepRow> running = {{"42.0", "node[01-02]"}};
+  auto probe = [](unsigned long long wchar) {
+    return "ddp-watch-probe: node01 100 " + std::to_string(wchar) +
+           "\nddp-watch-probe: node02 200 7\n";
+  };
+  Options o = options();
+  Supervisor s(o, job("42"));
+  s.steps_before({});
+  s.started(t0);
+  s.on_output(t0 + seconds(1), Stream::out, "0: x\n");
+  EXPECT_EQ(s.on_tick(t0 + seconds(10)).act, Act::none);
+  ASSERT_EQ(s.on_tick(t0 + seconds(11)).act, Act::probe);  // the baseline, half the timeout in
+  auto r = s.probe_request(running, "/bin/ddp-watch");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->argv,
+            (std::vector<std::string>{"srun", "--overlap", "--jobid=42", "--nodelist=node[01-02]",
+                                      "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+                                      "--time=1", "/bin/ddp-watch", "--probe-step", "42.0"}));
+  EXPECT_FALSE(s.on_probe(t0 + seconds(12), probe(500)));
+  EXPECT_EQ(s.on_tick(t0 + seconds(13)).act, Act::none);
+  ASSERT_EQ(s.on_tick(t0 + seconds(21)).act, Act::probe);  // the stall is due: compared
+  EXPECT_EQ(s.on_probe(t0 + seconds(22), probe(640)),
+            "no output for 20 s, but the step's processes wrote since the last look (a line held "
+            "back by slurmstepd, a progress bar): not a stall");
+  EXPECT_EQ(s.on_tick(t0 + seconds(23)).act, Act::none);
+  EXPECT_FALSE(s.is_stalled());
+  // The next look a timeout later: written again, said once only; then nothing written.
+  ASSERT_EQ(s.on_tick(t0 + seconds(42)).act, Act::probe);
+  EXPECT_FALSE(s.on_probe(t0 + seconds(42), probe(700)));
+  ASSERT_EQ(s.on_tick(t0 + seconds(62)).act, Act::probe);
+  EXPECT_FALSE(s.on_probe(t0 + seconds(63), probe(700)));
+  EXPECT_EQ(s.on_tick(t0 + seconds(63)).act, Act::ask_stacks);
+  EXPECT_EQ(s.on_tick(t0 + seconds(73)).act, Act::kill);
+
+  // Output after the baseline makes it old: the next baseline is half a timeout after it.
+  Supervisor late(o, job("42"));
+  late.started(t0);
+  late.on_output(t0 + seconds(1), Stream::out, "0: x\n");
+  ASSERT_EQ(late.on_tick(t0 + seconds(11)).act, Act::probe);
+  late.on_probe(t0 + seconds(11), probe(5));
+  late.on_output(t0 + seconds(15), Stream::out, "0: y\n");
+  EXPECT_EQ(late.on_tick(t0 + seconds(24)).act, Act::none);
+  EXPECT_EQ(late.on_tick(t0 + seconds(25)).act, Act::probe);
+
+  // A baseline probe that failed is not retried in that silence: the stall comes on time.
+  Supervisor failed(o, job("42"));
+  failed.started(t0);
+  failed.on_output(t0 + seconds(1), Stream::out, "0: x\n");
+  ASSERT_EQ(failed.on_tick(t0 + seconds(11)).act, Act::probe);
+  EXPECT_FALSE(failed.on_probe(t0 + seconds(11), "srun: error: Unable to create step\n"));
+  EXPECT_EQ(failed.on_tick(t0 + seconds(12)).act, Act::none);
+  EXPECT_EQ(failed.on_tick(t0 + seconds(21)).act, Act::ask_stacks);
+
+  // A comparison that fails: the stall.
+  Supervisor lost(o, job("42"));
+  lost.started(t0);
+  lost.on_output(t0 + seconds(1), Stream::out, "0: x\n");
+  ASSERT_EQ(lost.on_tick(t0 + seconds(11)).act, Act::probe);
+  lost.on_probe(t0 + seconds(11), probe(5));
+  ASSERT_EQ(lost.on_tick(t0 + seconds(21)).act, Act::probe);
+  lost.on_probe(t0 + seconds(21), "");
+  EXPECT_EQ(lost.on_tick(t0 + seconds(21)).act, Act::ask_stacks);
+
+  // Outside a job, or a command that is not srun: no probe.
+  Supervisor outside(o, job(""));
+  outside.started(t0);
+  outside.on_output(t0 + seconds(1), Stream::out, "x\n");
+  EXPECT_EQ(outside.on_tick(t0 + seconds(11)).act, Act::none);
+  EXPECT_EQ(outside.on_tick(t0 + seconds(21)).act, Act::ask_stacks);
+  Options plain = options({"python", "train.py"});
+  Supervisor not_srun(plain, job("42"));
+  not_srun.started(t0);
+  EXPECT_EQ(not_srun.on_tick(t0 + seconds(59)).act, Act::none);
+  EXPECT_EQ(not_srun.on_tick(t0 + seconds(60)).act, Act::ask_stacks);
+}
+
+TEST(WatchSupervise, ProbeLines) {
+  EXPECT_EQ(probe_line("node01", 4242, 12345), "ddp-watch-probe: node01 4242 12345");
+  auto a = parse_probe("srun: x\nddp-watch-probe: node01 1 10\nddp-watch-probe: bad/n 2 3\n"
+                       "0: ddp-watch-probe: node02 3 4\nddp-watch-probe: node02 4 x\n");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->written, (std::map<std::string, unsigned long long>{{"node01 1", 10}}));
+  EXPECT_FALSE(parse_probe(""));
+  Activity before{{{"n 1", 10}, {"n 2", 5}}};
+  EXPECT_FALSE(wrote_between(before, {{{"n 1", 10}, {"n 3", 99}}}));  // a new process: not
+  EXPECT_FALSE(wrote_between(before, {{{"n 1", 10}}}));               // one ended: not
+  EXPECT_TRUE(wrote_between(before, {{{"n 1", 10}, {"n 2", 6}}}));
 }

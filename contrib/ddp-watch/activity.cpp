@@ -1,0 +1,40 @@
+#include "ddp-watch/activity.hpp"
+
+#include "ddp-watch/trust.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddp::watch {
+
+namespace {
+constexpr std::string_view k_prefix = "ddp-watch-probe: ";
+}  // namespace
+
+std::string probe_line(std::string_view node, long pid, unsigned long long wchar) {
+  return std::string(k_prefix) + std::string(node) + " " + std::to_string(pid) + " " +
+         std::to_string(wchar);
+}
+
+std::optional<Activity> parse_probe(std::string_view output) {
+  Activity a;
+  for (std::string_view line : text::split(output, '\n')) {
+    if (!line.starts_with(k_prefix) || a.written.size() >= k_max_probed) continue;
+    auto fields = text::split(line.substr(k_prefix.size()), ' ');
+    if (fields.size() != 3 || !is_node_name(fields[0])) continue;
+    auto pid = text::parse_uint<unsigned long>(fields[1]);
+    auto wchar = text::parse_uint<unsigned long long>(fields[2]);
+    if (!pid || !wchar) continue;
+    a.written[std::string(fields[0]) + " " + std::string(fields[1])] = *wchar;
+  }
+  if (a.written.empty()) return std::nullopt;
+  return a;
+}
+
+bool wrote_between(const Activity& before, const Activity& after) {
+  for (const auto& [key, count] : after.written) {
+    auto it = before.written.find(key);
+    if (it != before.written.end() && count > it->second) return true;
+  }
+  return false;
+}
+
+}  // namespace ddp::watch

@@ -1,0 +1,77 @@
+#include "ddp-watch/trust.hpp"
+
+#include "ddp-watch/crash.hpp"
+#include "ddp-watch/evidence.hpp"
+
+namespace ddp::watch {
+
+Writer writer_of(const Line& line, int fd, bool whole, bool srun) {
+  if (!srun) return Writer::unknown;
+  if (line.task >= 0) return Writer::task;
+  return fd == 2 && whole ? Writer::srun : Writer::unknown;
+}
+
+bool is_node_name(std::string_view name) {
+  if (name.empty() || name.size() > 255) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::optional<Suspect> parse_check_suspect(std::string_view text) {
+  constexpr std::string_view k_prefix = "ddp-check: suspect ";
+  if (!text.starts_with(k_prefix)) return std::nullopt;
+  text.remove_prefix(k_prefix.size());
+  const std::size_t colon = text.find(": ");
+  if (colon == std::string_view::npos || !is_node_name(text.substr(0, colon))) return std::nullopt;
+  Suspect s;
+  s.node = std::string(text.substr(0, colon));
+  text.remove_prefix(colon + 2);
+  const std::size_t colon2 = text.find(": ");
+  if (colon2 == std::string_view::npos) return std::nullopt;
+  auto fault = parse_fault(text.substr(0, colon2));
+  if (!fault || *fault == Fault::hang || *fault == Fault::hardware_signal ||
+      *fault == Fault::node_failure) {
+    return std::nullopt;
+  }
+  s.fault = *fault;
+  s.evidence = std::string(text.substr(colon2 + 2, 512));
+  if (s.evidence.empty()) return std::nullopt;
+  return s;
+}
+
+void EvidenceGate::note(std::string text) {
+  if (notes_.size() < 8) notes_.push_back(std::move(text));
+}
+
+void EvidenceGate::keep(Suspect s) {
+  if (seen_.contains(s.node)) return;
+  if (seen_.size() >= k_max_suspects) {
+    if (seen_.size() == k_max_suspects) {
+      note("more than " + std::to_string(k_max_suspects) +
+           " nodes named: the rest are not read as evidence");
+      seen_.insert("");  // said once
+    }
+    return;
+  }
+  seen_.insert(s.node);
+  suspects_.push_back(std::move(s));
+}
+
+void EvidenceGate::add(const Line& line, int fd, bool whole) {
+  const Writer writer = writer_of(line, fd, whole, srun_);
+  if (writer == Writer::srun) {
+    std::string why;
+    for (Suspect& s : srun_suspects(line.text, &why)) keep(std::move(s));
+    if (!why.empty()) note(std::move(why));
+    return;
+  }
+  if (preflight_ && writer == Writer::task && line.task == 0 && fd == 1) {
+    if (auto s = parse_check_suspect(line.text)) keep(std::move(*s));
+  }
+}
+
+}  // namespace ddp::watch
