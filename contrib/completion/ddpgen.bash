@@ -7,6 +7,11 @@ _ddpgen_profiles() {
   "$1" profiles 2>/dev/null | while read -r name _; do printf '%s\n' "$name"; done
 }
 
+# The caller's jobs in the queue, for status and logs: squeue's ids, none where it is missing.
+_ddpgen_jobs() {
+  squeue --me --noheader --format=%i 2>/dev/null
+}
+
 _ddpgen() {
   local cur prev prog=${COMP_WORDS[0]}
   cur=${COMP_WORDS[COMP_CWORD]}
@@ -18,7 +23,7 @@ _ddpgen() {
   for ((i = 1; i < COMP_CWORD; i++)); do
     word=${COMP_WORDS[i]}
     case "$cmd:$word" in
-      :validate | :profiles | :schema | :profile) cmd=$word ;;
+      :validate | :profiles | :schema | :profile | :submit | :status | :logs) cmd=$word ;;
       profile:show | profile:init) cmd="profile $word" ;;
     esac
   done
@@ -49,8 +54,11 @@ _ddpgen() {
 
   local words
   case $cmd in
-    "") words="--profile --set -o --output --help --version validate profiles profile schema" ;;
+    "") words="--profile --set -o --output --help --version validate submit status logs profiles profile schema" ;;
     validate) words="--profile --set --live --help" ;;
+    submit) words="--profile --set -o --output --follow --parsable --no-live --help" ;;
+    status) words="$(_ddpgen_jobs) --help" ;;
+    logs) words="$(_ddpgen_jobs) -f --follow --help" ;;
     profile) words="show init --help" ;;
     "profile show") words="$(_ddpgen_profiles "$prog") --help" ;;
     "profile init") words="--name -o --output --help" ;;
@@ -63,7 +71,7 @@ _ddpgen() {
     for w in $words; do [[ $w == -* ]] || kept+=" $w"; done
     words=$kept
   fi
-  if [[ $cur != -* && ($cmd == "" || $cmd == validate) ]]; then
+  if [[ $cur != -* && ($cmd == "" || $cmd == validate || $cmd == submit) ]]; then
     # or a job file: YAML files and directories
     mapfile -t COMPREPLY < <(
       compgen -W "$words" -- "$cur"

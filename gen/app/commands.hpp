@@ -21,8 +21,10 @@ Result<ClusterFacts> read_live_cluster();
 // Drafts a profile named name from the live cluster; writes it to output, or stdout when empty.
 Result<void> profile_init(const std::string& name, const std::string& output);
 
-// Prints where profile (called name) disagrees with the live cluster to stderr; returns the
-// number of conflicts.
-Result<int> report_live(const Profile& profile, const std::string& name);
+// Prints where profile (called name) disagrees with the live cluster to stderr, and a summary;
+// with conflicts_only, only the conflicts and the summary when there are any. Returns the number
+// of conflicts.
+Result<int> report_live(const Profile& profile, const std::string& name,
+                        bool conflicts_only = false);
 
 }  // namespace ddpgen::app

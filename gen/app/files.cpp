@@ -108,8 +108,8 @@ Result<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
-Result<void> write_file(const std::string& path, const std::string& text) {
-  if (is_special(path)) return write_special(path, text);
+Result<void> write_file(const std::string& path, const std::string& text, bool into_special) {
+  if (into_special && is_special(path)) return write_special(path, text);
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   // mkstemp: a fresh name, created with O_EXCL (never an existing file or symlink), in the

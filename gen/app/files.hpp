@@ -16,7 +16,9 @@ Result<std::string> read_file(const std::string& path);
 // keeps its permission bits, less the write bits the umask withholds. A path that leads to a
 // device, pipe or socket (/dev/stdout, /dev/null) is written into instead, with every error
 // reported; a FIFO that no process reads is an error after at most a second, never a hang.
-Result<void> write_file(const std::string& path, const std::string& text);
+// With into_special false, whatever is at path is replaced by the rename, never written into
+// (ddpgen submit: its script is a file, even if a symlink appeared at path meanwhile).
+Result<void> write_file(const std::string& path, const std::string& text, bool into_special = true);
 
 // Writes text to standard output; an error (a full disk, a closed pipe) is returned, not lost.
 Result<void> write_stdout(const std::string& text);

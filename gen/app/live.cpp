@@ -50,17 +50,19 @@ Result<ClusterFacts> read_live_cluster() {
   return facts;
 }
 
-Result<int> report_live(const Profile& profile, const std::string& name) {
+Result<int> report_live(const Profile& profile, const std::string& name, bool conflicts_only) {
   auto facts = read_live_cluster();
   if (!facts) return std::unexpected(facts.error());
   int conflicts = 0;
   for (const auto& f : compare_with_cluster(profile, *facts)) {
+    if (!f.conflict && conflicts_only) continue;
     std::cerr << "ddpgen: live: " << (f.conflict ? "conflict: " : "note: ") << f.where << ": "
               << f.message << "\n";
     conflicts += f.conflict;
   }
-  std::cerr << "ddpgen: live: profile \"" << name << "\" against this cluster: " << conflicts
-            << " conflict(s)\n";
+  if (conflicts > 0 || !conflicts_only)
+    std::cerr << "ddpgen: live: profile \"" << name << "\" against this cluster: " << conflicts
+              << " conflict(s)\n";
   return conflicts;
 }
 

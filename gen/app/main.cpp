@@ -9,7 +9,9 @@
 #include "gen/app/files.hpp"
 #include "gen/app/paths.hpp"
 #include "gen/app/profile_store.hpp"
+#include "gen/app/slurm_jobs.hpp"
 #include "gen/core/job.hpp"
+#include "gen/core/job_status.hpp"
 #include "gen/core/plan.hpp"
 #include "gen/core/profile_show.hpp"
 #include "gen/core/render.hpp"
@@ -117,7 +119,40 @@ struct Command {
   bool schema_keys = false, live = false;
   CLI::App *profiles = nullptr, *show = nullptr, *init = nullptr, *schema = nullptr,
            *validate = nullptr;
+  // submit, status, logs: a job on the cluster.
+  Inputs sin;
+  app::SubmitOptions submit_options;
+  bool no_live = false, follow = false;
+  std::string job_id;
+  CLI::App *submit = nullptr, *status = nullptr, *logs = nullptr;
 };
+
+// submit JOB.yaml, status JOBID, logs JOBID [--follow].
+void define_job_commands(CLI::App& cli, Command& c) {
+  c.submit =
+      cli.add_subcommand("submit", "render, check, write the script and submit it with sbatch");
+  add_job_options(c.submit, c.sin);
+  c.submit
+      ->add_option("-o,--output", c.submit_options.output,
+                   "write the script here (default: beside the job file, as NAME.slurm)")
+      ->type_name("FILE");
+  c.submit->add_flag("--follow", c.submit_options.follow,
+                     "follow the job to its end, as ddpgen logs JOBID --follow does");
+  c.submit->add_flag("--parsable", c.submit_options.parsable, "print the job id alone on stdout");
+  c.submit->add_flag("--no-live", c.no_live,
+                     "skip comparing the profile with the cluster (validate --live) first");
+  c.status = cli.add_subcommand("status", "print a job's state, nodes, restarts and last verdict");
+  c.status->add_option("jobid", c.job_id, "the job id sbatch printed")
+      ->type_name("JOBID")
+      ->required();
+  c.logs = cli.add_subcommand("logs", "print a job's output file, or follow the job to its end");
+  c.logs->add_option("jobid", c.job_id, "the job id sbatch printed")
+      ->type_name("JOBID")
+      ->required();
+  c.logs->add_flag(
+      "-f,--follow", c.follow,
+      "stream state changes, output and verdicts until the job ends (Ctrl-C detaches)");
+}
 
 void define(CLI::App& cli, Command& c) {
   cli.name("ddpgen");
@@ -142,6 +177,7 @@ void define(CLI::App& cli, Command& c) {
   c.validate = cli.add_subcommand("validate", "check a job file against a profile; write nothing");
   add_job_options(c.validate, c.vin);
   c.validate->add_flag("--live", c.live, "also compare the profile with the cluster this runs on");
+  define_job_commands(cli, c);
   cli.require_subcommand(0, 1);
 }
 
@@ -168,16 +204,47 @@ std::optional<int> parse(CLI::App& cli, int argc, char** argv) {
 }
 
 // "ddpgen --profile P validate job.yaml" and "ddpgen job.yaml validate --profile P": what
-// comes before the subcommand counts for it too. Returns a usage error, or "".
-std::string merge_into_validate(Command& c) {
-  if (!c.validate->parsed()) return "";
-  if (!c.in.job_file.empty() && !c.vin.job_file.empty() && c.in.job_file != c.vin.job_file)
-    return "two job files (" + ddp::text::quote(c.in.job_file) + " and " +
-           ddp::text::quote(c.vin.job_file) + "): validate checks one";
-  if (c.vin.profile.empty()) c.vin.profile = c.in.profile;
-  if (c.vin.job_file.empty()) c.vin.job_file = c.in.job_file;
-  c.vin.sets.insert(c.vin.sets.begin(), c.in.sets.begin(), c.in.sets.end());
+// comes before the subcommand (validate, submit) counts for it too. Returns a usage error, or "".
+std::string merge_into(const CLI::App* sub, const Inputs& in, Inputs& sub_in) {
+  if (!sub->parsed()) return "";
+  if (!in.job_file.empty() && !sub_in.job_file.empty() && in.job_file != sub_in.job_file)
+    return "two job files (" + ddp::text::quote(in.job_file) + " and " +
+           ddp::text::quote(sub_in.job_file) + "): " + sub->get_name() + " takes one";
+  if (sub_in.profile.empty()) sub_in.profile = in.profile;
+  if (sub_in.job_file.empty()) sub_in.job_file = in.job_file;
+  sub_in.sets.insert(sub_in.sets.begin(), in.sets.begin(), in.sets.end());
   return "";
+}
+
+std::string merge_into_subcommands(Command& c) {
+  if (std::string error = merge_into(c.validate, c.in, c.vin); !error.empty()) return error;
+  return merge_into(c.submit, c.in, c.sin);
+}
+
+// submit, status, logs; nothing when the command line asked for none of them.
+std::optional<int> execute_job_command(Command& c) {
+  if (c.status->parsed() || c.logs->parsed()) {
+    const auto checked = check_job_id(c.job_id);
+    if (!checked) {
+      std::cerr << "ddpgen: error: " << checked.error().to_string() << " (see ddpgen --help)\n";
+      return 2;
+    }
+    const std::string& id = *checked;
+    if (c.status->parsed()) unwrap(app::print_job_status(id));
+    if (c.logs->parsed() && c.follow) return app::follow_job(id);
+    if (c.logs->parsed()) unwrap(app::print_job_output(id));
+    return 0;
+  }
+  if (!c.submit->parsed()) return std::nullopt;
+  if (const std::string missing = missing_job_input(c.sin); !missing.empty()) {
+    std::cerr << "ddpgen: error: " << missing << " (see ddpgen --help)\n";
+    return 2;
+  }
+  app::SubmitOptions& o = c.submit_options;
+  o.profile = c.sin.profile;
+  o.job_file = c.sin.job_file;
+  o.live = !c.no_live;
+  return app::submit(render_job(c.sin), o);
 }
 
 int validate(const Command& c) {
@@ -197,7 +264,8 @@ int validate(const Command& c) {
   return 0;
 }
 
-int execute(const Command& c) {
+int execute(Command& c) {
+  if (auto status = execute_job_command(c)) return *status;
   if (c.profiles->parsed()) {
     list_profiles();
   } else if (c.show->parsed()) {
@@ -226,7 +294,7 @@ int run(int argc, char** argv) {
   Command command;
   define(cli, command);
   if (auto status = parse(cli, argc, argv)) return *status;
-  if (const std::string error = merge_into_validate(command); !error.empty()) {
+  if (const std::string error = merge_into_subcommands(command); !error.empty()) {
     std::cerr << "ddpgen: error: " << error << " (see ddpgen --help)\n";
     return 2;
   }

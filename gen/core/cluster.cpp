@@ -10,25 +10,7 @@
 namespace ddpgen {
 namespace {
 
-using Fields = std::map<std::string, std::string>;
-
-// One `--oneliner` record: Key=Value words. A word without '=' continues the previous value
-// (OS=Linux 6.1.0-18-amd64 #1 SMP ...).
-Fields fields_of(const std::string& line) {
-  Fields out;
-  std::istringstream words(line);
-  std::string word, last;
-  while (words >> word) {
-    const auto eq = word.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      if (!last.empty()) out[last] += " " + word;
-      continue;
-    }
-    last = word.substr(0, eq);
-    out[last] = word.substr(eq + 1);
-  }
-  return out;
-}
+using Fields = SlurmFields;
 
 // The non-empty fields of text between seps (scontrol leaves empty ones in lists).
 std::vector<std::string> split(const std::string& text, char sep) {
@@ -114,6 +96,23 @@ ClusterNode node_of(const Fields& f) {
 
 }  // namespace
 
+SlurmFields scontrol_fields(const std::string& line) {
+  SlurmFields out;
+  std::istringstream words(line);
+  std::string word, last;
+  while (words >> word) {
+    const auto eq = word.find('=');
+    // A word without '=' continues the previous value (OS=Linux 6.1.0-18-amd64 #1 SMP ...).
+    if (eq == std::string::npos || eq == 0) {
+      if (!last.empty()) out[last] += " " + word;
+      continue;
+    }
+    last = word.substr(0, eq);
+    out[last] = word.substr(eq + 1);
+  }
+  return out;
+}
+
 long ClusterNode::gpus() const {
   long total = 0;
   for (const auto& g : gres)
@@ -143,7 +142,7 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
   int line_no = 0;
   for (const auto& line : split(partitions, '\n')) {
     ++line_no;
-    auto f = fields_of(line);
+    auto f = scontrol_fields(line);
     if (value_of(f, "PartitionName").empty())
       return ddp::fail(ddp::Location{"scontrol show partition", line_no, 1},
                        "no PartitionName= in " + ddp::text::quote(line.substr(0, 60)));
@@ -152,7 +151,7 @@ Result<ClusterFacts> parse_cluster(const std::string& partitions, const std::str
   line_no = 0;
   for (const auto& line : split(nodes, '\n')) {
     ++line_no;
-    auto f = fields_of(line);
+    auto f = scontrol_fields(line);
     if (value_of(f, "NodeName").empty())
       return ddp::fail(ddp::Location{"scontrol show node", line_no, 1},
                        "no NodeName= in " + ddp::text::quote(line.substr(0, 60)));

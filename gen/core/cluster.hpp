@@ -3,12 +3,19 @@
 // commands are run by gen/app/live.cpp.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "gen/core/model.hpp"
 
 namespace ddpgen {
+
+// The Key=Value words of one `scontrol ... --oneliner` record, by key. A word without '='
+// continues the previous value, so values with spaces (OS=, JobName=, a path) stay whole, their
+// runs of spaces read as one.
+using SlurmFields = std::map<std::string, std::string>;
+SlurmFields scontrol_fields(const std::string& line);
 
 struct ClusterGres {
   std::string name;  // "gpu", "nvme"

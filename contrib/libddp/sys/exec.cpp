@@ -176,7 +176,8 @@ Result<RunResult> run(const std::vector<std::string>& argv, const RunOptions& op
                 std::strerror(errno));
   }
   const int null_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  auto pid = fork_exec(argv, options.env, Streams{null_in, out[1], -1});
+  const int err = options.capture && options.merge_stderr ? out[1] : -1;
+  auto pid = fork_exec(argv, options.env, Streams{null_in, out[1], err});
   if (null_in >= 0) close(null_in);
   close_fd(out[1]);
   if (!pid) {

@@ -19,6 +19,7 @@ struct RunOptions {
   std::chrono::milliseconds deadline{std::chrono::seconds(30)};
   std::vector<std::string> env;       // "NAME=value", added to (or replacing in) ours
   bool capture = true;                // stdout captured; else it goes where ours goes
+  bool merge_stderr = false;          // with capture: stderr captured too, into the same text
   std::size_t max_output = 16 << 20;  // bytes of stdout kept; the rest is read and dropped
 };
 

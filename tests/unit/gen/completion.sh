@@ -47,6 +47,14 @@ expect "job profile" schema ""
 expect "--help --keys" schema --
 expect "init show" profile ""
 expect "--live" validate --li
+expect "schema status submit" "s"
+expect "logs" "lo"
+expect "--follow" submit --fo
+expect "--no-live" submit --no
+expect "--parsable" submit --pa
+expect "zz-testsite" submit --profile zz
+expect "--follow" logs --fo
+expect "--help" status --
 expect "--name" profile init --na
 expect "zz-testsite" --profile zz
 expect "zz-testsite" validate --profile zz
@@ -61,5 +69,6 @@ expect "lumi" --profile lu
 # a path completes as a file
 printf 'time: 1\n' >"$work/cwd/myjob.yaml"
 expect "myjob.yaml" --profile local my
+expect "myjob.yaml" submit --profile local my
 ((fails == 0)) || { echo "$fails completion check(s) failed"; exit 1; }
 echo "bash completion: all checks passed"

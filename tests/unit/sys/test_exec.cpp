@@ -51,6 +51,17 @@ TEST(Exec, CapturesStdoutAndTheExitCode) {
   EXPECT_EQ(r->status, 3);
 }
 
+// merge_stderr: a client's error message (sbatch's refusal) comes back with its output, in the
+// order written.
+TEST(Exec, MergedStderrIsCapturedInOrder) {
+  RunOptions merged;
+  merged.merge_stderr = true;
+  auto r = run({"sh", "-c", "echo one; echo two >&2; echo three; exit 1"}, merged);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->out, "one\ntwo\nthree\n");
+  EXPECT_EQ(r->status, 1);
+}
+
 TEST(Exec, ASignalIs128PlusItsNumber) {
   auto r = run({"sh", "-c", "kill -TERM $$"});
   ASSERT_TRUE(r.has_value());
