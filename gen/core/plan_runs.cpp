@@ -79,16 +79,21 @@ void check_sweep(const Job& job) {
              "\"sweep\" makes the job array itself; drop " + ddp::text::quote(option));
 }
 
-// The code of the per-rank tee: stderr, then stdout, through "tee -a" into DIR/rank-R.log
-// and on to where they went, then the command. rank is a reference that expands where the
-// code runs (each task, or each worker). The tees ignore the signals the step's processes may
-// get (a stack dump, a requeue notice), so that they outlive the program and write its last
-// lines; srun waits for them to close the task's output. No single quote: the code is written
+// The code of the per-rank tee: stderr, then stdout, through tee on to where they went and,
+// line by line, appended to DIR/rank-R.log; then the command. rank is a reference that expands
+// where the code runs (each task, or each worker). tee passes every byte on at once (a
+// progress bar without a newline included); awk writes whole lines (one write each), so the
+// lines of the two streams never break into each other in the file. The stdout chain writes
+// its errors into the stderr chain, whose awk holds the task's stderr: srun waits for all of
+// them to end, so a rank's last lines reach its file. They ignore the signals the step's
+// processes may get (a stack dump, a requeue notice). No single quote: the code is written
 // between single quotes.
 std::string rank_log_code(const std::string& rank) {
-  const std::string tee = "trap \"\" HUP INT QUIT TERM USR1 USR2; exec tee -a -- \"$ddpgen_log\"";
-  return "ddpgen_log=$1/rank-" + rank + ".log; shift; exec 2> >(" + tee + " >&2); exec > >(" + tee +
-         "); unset ddpgen_log; exec \"$@\"";
+  const std::string chain =
+      "(trap \"\" HUP INT QUIT TERM USR1 USR2; exec tee >(exec awk \"{ print; fflush() }\" >> "
+      "\"$ddpgen_log\")";
+  return "ddpgen_log=$1/rank-" + rank + ".log; shift; exec 2> >" + chain + " >&2); exec > >" +
+         chain + "); unset ddpgen_log; exec \"$@\"";
 }
 
 Word rank_log_word(const std::string& rank) {
