@@ -80,6 +80,12 @@ JOB
   wait_job "$job" 60 || { cat "$work/tasks-$job.out"; false; }
   cat "$work/tasks-$job.out"
   check_rank_files "$work/logs/$job" 6 "$work/tasks-$job.out"
+  # ddpgen logs --rank finds the directory through the job's output.
+  rank4=$(cl env PATH="$k_job_path" "$DDPGEN" logs "$job" --rank 4)
+  [ "$rank4" = "$(cat "$work/logs/$job/rank-4.log")" ]
+  run cl env PATH="$k_job_path" "$DDPGEN" logs "$job" --rank 6
+  [ "$status" -eq 1 ]
+  grep -q "rank-6.log" <<<"$output"
 }
 
 @test "logs: launcher torchrun, 2 x 2: each worker's file holds exactly its lines" {
@@ -143,4 +149,11 @@ JOB
   grep -qxF "values a=two words b=x'y args=two words x'y ckpt=$work/ckpt/2" <<<"$values"
   grep -qxF "values a=two words b=\$HOME args=two words \$HOME ckpt=$work/ckpt/3" <<<"$values"
   [ "$(find "$work/ckpt" -name written | wc -l)" -eq 4 ]
+  # ddpgen status of the array lists every task's state and values.
+  sweep_status=$(cl env PATH="$k_job_path" "$DDPGEN" status "$job")
+  echo "$sweep_status"
+  grep -qE "^    0  COMPLETED on node0[1-3]  a=one b=x'y\$" <<<"$sweep_status"
+  grep -qE '^    1  COMPLETED on node0[1-3]  a=one b=\$HOME$' <<<"$sweep_status"
+  grep -qE "^    2  COMPLETED on node0[1-3]  a=two words b=x'y\$" <<<"$sweep_status"
+  grep -qE '^    3  COMPLETED on node0[1-3]  a=two words b=\$HOME$' <<<"$sweep_status"
 }
