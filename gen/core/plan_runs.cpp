@@ -86,11 +86,12 @@ void check_sweep(const Job& job) {
 // lines of the two streams never break into each other in the file. The stdout chain writes
 // its errors into the stderr chain, whose awk holds the task's stderr: srun waits for all of
 // them to end, so a rank's last lines reach its file. They ignore the signals the step's
-// processes may get (a stack dump, a requeue notice). No single quote: the code is written
-// between single quotes.
+// processes may get (ddp-watch's SIGABRT for the stacks, a requeue notice): a stack a rank
+// prints must reach srun and its file. No single quote: the code is written between single
+// quotes.
 std::string rank_log_code(const std::string& rank) {
   const std::string chain =
-      "(trap \"\" HUP INT QUIT TERM USR1 USR2; exec tee >(exec awk \"{ print; fflush() }\" >> "
+      "(trap \"\" HUP INT QUIT ABRT TERM USR1 USR2; exec tee >(exec awk \"{ print; fflush() }\" >> "
       "\"$ddpgen_log\")";
   return "ddpgen_log=$1/rank-" + rank + ".log; shift; exec 2> >" + chain + " >&2); exec > >" +
          chain + "); unset ddpgen_log; exec \"$@\"";
