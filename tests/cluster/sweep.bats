@@ -4,11 +4,14 @@
 #     ranks holds exactly that rank's lines (stdout and stderr), and the job's output still has
 #     every line;
 #   - the same with launcher torchrun, 2 nodes x 2 workers: each worker's file;
+#   - under the watchdog, a stalled 3 x 2 job: ddp-watch names the stuck rank as before, and
+#     that rank's file holds its stack;
 #   - sweep: 2 x 2 parameters, parallel: 2: four array tasks, throttled to two, which see four
 #     distinct combinations and write four distinct checkpoint directories.
 #
 # Needs: the cluster, ddpgen ($DDPGEN, else build/gen/ddpgen) and, for torchrun, Debian's
-# python3-torch. Missing ones skip, visibly. About half a minute.
+# python3-torch, for the watchdog ddp-watch ($DDP_WATCH_BIN, else build/contrib/ddp-watch).
+# Missing ones skip, visibly. About a minute.
 
 bats_require_minimum_version 1.5.0
 load lib
@@ -107,6 +110,36 @@ JOB
   wait_job "$job" 90 || { cat "$work/workers-$job.out"; false; }
   cat "$work/workers-$job.out"
   check_rank_files "$work/logs/$job" 4 "$work/workers-$job.out"
+}
+
+@test "logs under the watchdog: ddp-watch still names the stuck rank, whose file holds its stack" {
+  need_torch
+  watch_bin=${DDP_WATCH_BIN:-$REPO/build/contrib/ddp-watch/ddp-watch}
+  [[ -x $watch_bin ]] || skip "ddp-watch not built (cmake --build build) and DDP_WATCH_BIN unset"
+  cat >"$work/stall.yaml" <<JOB
+name: rank-logs-stall
+nodes: 3
+gpus_per_node: 0
+procs_per_node: 2
+time: "00:05:00"
+launcher: srun
+python: /usr/bin/python3
+script: $REPO/tests/cluster/stall.py
+args: [--steps, "100000", --hang-rank, "4", --at-step, "10"]
+env: {OMP_NUM_THREADS: "1"}
+watchdog: {timeout: 10s, startup: 2m, grace: 10s}
+output: $work/stall-%j.out
+logs: {dir: "$work/logs/\${SLURM_JOB_ID}"}
+JOB
+  render stall
+  job=$(cd "$work" && cl env PATH="$(dirname "$watch_bin"):$k_job_path" sbatch --parsable stall.slurm)
+  [ "$(wait_job_end "$job" 80)" = FAILED ]
+  out=$(cat "$work/stall-$job.out")
+  grep -Eq "^ddp-watch: verdict: (ranks? [0-9,-]+ on node[][0-9,-]+ printed no stack [^;]*; )?rank 4 on node03 at stall\.py:[0-9]+ in load_batch; " <<<"$out"
+  # Rank 4's file has its own stack (faulthandler on its stderr) and no other rank's steps.
+  grep -q 'in load_batch' "$work/logs/$job/rank-4.log"
+  grep -q '^step [0-9]* time ' "$work/logs/$job/rank-0.log"
+  ! grep -q '^step [0-9]* time ' "$work/logs/$job/rank-4.log"
 }
 
 @test "sweep: 2 x 2 with parallel 2 runs four tasks with four combinations and checkpoints" {
