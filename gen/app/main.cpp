@@ -157,7 +157,7 @@ void define_job_commands(CLI::App& cli, Command& c) {
       ->add_option("--rank", c.rank,
                    "print rank R's file of a job with logs.dir (DIR/rank-R.log) instead")
       ->type_name("R")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0L, 1000000L))
       ->excludes("--follow");
 }
 
