@@ -76,15 +76,17 @@ time: "00:02:00"
 launcher: srun
 script: $work/ranks.py
 output: $work/tasks-%j.out
-logs: {dir: "$work/logs/\${SLURM_JOB_ID}"}
+logs: {dir: "logs/\${SLURM_JOB_ID}"}
 JOB
   render tasks
   submit tasks
   wait_job "$job" 60 || { cat "$work/tasks-$job.out"; false; }
   cat "$work/tasks-$job.out"
   check_rank_files "$work/logs/$job" 6 "$work/tasks-$job.out"
-  # ddpgen logs --rank finds the directory through the job's output.
-  rank4=$(cl env PATH="$k_job_path" "$DDPGEN" logs "$job" --rank 4)
+  # ddpgen logs --rank, from another directory, finds the (relative, made absolute) directory
+  # through the job's output.
+  grep -qx "ddpgen: rank logs in $work/logs/$job" "$work/tasks-$job.out"
+  rank4=$(cd / && cl env PATH="$k_job_path" "$DDPGEN" logs "$job" --rank 4)
   [ "$rank4" = "$(cat "$work/logs/$job/rank-4.log")" ]
   run cl env PATH="$k_job_path" "$DDPGEN" logs "$job" --rank 6
   [ "$status" -eq 1 ]
