@@ -97,15 +97,27 @@ std::string rank_log_code(const std::string& rank) {
          chain + "); unset ddpgen_log; exec \"$@\"";
 }
 
-Word rank_log_word(const std::string& rank) {
-  return {"bash -c '" + rank_log_code(rank) + "' ddpgen-rank-log \"$DDP_LOG_DIR\"", {}};
+// launcher none: the command runs in the batch shell, where nothing waits for a tee that
+// outlives it, so the streams go through pipelines that bash waits for: awk passes each line on
+// and appends it to DIR/rank-0.log (no watchdog reads this output, so a line may wait for its
+// newline), and the exit status is the command's (pipefail).
+std::string batch_log_code() {
+  const std::string awk =
+      "(trap \"\" HUP INT QUIT ABRT TERM USR1 USR2; export ddpgen_log; exec awk \"{ print; "
+      "fflush(); print >> ENVIRON[\\\"ddpgen_log\\\"]; fflush(ENVIRON[\\\"ddpgen_log\\\"]) }\")";
+  return "ddpgen_log=$1/rank-0.log; shift; set -o pipefail; { \"$@\" 2>&1 1>&3 3>&- | " + awk +
+         " >&2; } 3>&1 | " + awk;
+}
+
+Word rank_log_word(const std::string& code) {
+  return {"bash -c '" + code + "' ddpgen-rank-log \"$DDP_LOG_DIR\"", {}};
 }
 
 // torchrun and accelerate start the workers: the tee goes in front of each worker, which
 // they run as a program (--no_python) and which reads its rank from RANK.
 void add_worker_logs(Plan& plan, const Job& job, const Profile& profile) {
   const auto& python = job.python.empty() ? profile.python : job.python;
-  std::vector<Word> words = {rank_log_word("${RANK:-0}")};
+  std::vector<Word> words = {rank_log_word(rank_log_code("${RANK:-0}"))};
   for (const auto& word : python) words.push_back({"", word});
   words.push_back({"-u", {}});
   auto& cmd = plan.command_words;
@@ -123,7 +135,8 @@ void add_logs(Plan& plan, const Job& job, const Profile& profile) {
   if (plan.torchrun_mode) return add_worker_logs(plan, job, profile);
   // One task per process: its rank is SLURM_PROCID. launcher none: the batch shell's command,
   // rank 0 (the workers a program starts itself write where it sends them).
-  plan.rank_log_words = {rank_log_word(plan.batch_launch ? "0" : "${SLURM_PROCID:-0}")};
+  plan.rank_log_words = {
+      rank_log_word(plan.batch_launch ? batch_log_code() : rank_log_code("${SLURM_PROCID:-0}"))};
 }
 
 }  // namespace
