@@ -7,7 +7,8 @@
 #   - under the watchdog, a stalled 3 x 2 job: ddp-watch names the stuck rank as before, and
 #     that rank's file holds its stack;
 #   - sweep: 2 x 2 parameters, parallel: 2: four array tasks, throttled to two, which see four
-#     distinct combinations and write four distinct checkpoint directories.
+#     distinct combinations and write four distinct checkpoint directories (and, launcher
+#     none, each its own rank-0.log).
 #
 # Needs: the cluster, ddpgen ($DDPGEN, else build/gen/ddpgen) and, for torchrun, Debian's
 # python3-torch, for the watchdog ddp-watch ($DDP_WATCH_BIN, else build/contrib/ddp-watch).
@@ -160,6 +161,7 @@ script: /bin/bash
 args: ["$work/task.sh", "\${SWEEP_A}", "\${SWEEP_B}"]
 output: $work/sweep-%A_%a.out
 checkpoint: {dir: "$work/ckpt/\${SLURM_ARRAY_TASK_ID}"}
+logs: {dir: "$work/logs/\${SLURM_ARRAY_JOB_ID}_\${SLURM_ARRAY_TASK_ID}"}
 sweep:
   parameters: {a: [one, "two words"], b: ["x'y", "\$HOME"]}
   parallel: 2
@@ -184,6 +186,10 @@ JOB
   grep -qxF "values a=two words b=x'y args=two words x'y ckpt=$work/ckpt/2" <<<"$values"
   grep -qxF "values a=two words b=\$HOME args=two words \$HOME ckpt=$work/ckpt/3" <<<"$values"
   [ "$(find "$work/ckpt" -name written | wc -l)" -eq 4 ]
+  # launcher none: each task's one command wrote its own rank-0.log, whole.
+  for t in 0 1 2 3; do
+    [ "$(cat "$work/logs/${job}_$t/rank-0.log")" = "$(grep '^values ' "$work/sweep-${job}_$t.out")" ]
+  done
   # ddpgen status of the array lists every task's state and values.
   sweep_status=$(cl env PATH="$k_job_path" "$DDPGEN" status "$job")
   echo "$sweep_status"
