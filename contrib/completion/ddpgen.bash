@@ -58,7 +58,7 @@ _ddpgen() {
     validate) words="--profile --set --live --help" ;;
     submit) words="--profile --set -o --output --follow --parsable --no-live --help" ;;
     status) words="$(_ddpgen_jobs) --help" ;;
-    logs) words="$(_ddpgen_jobs) -f --follow --help" ;;
+    logs) words="$(_ddpgen_jobs) -f --follow --rank --help" ;;
     profile) words="show init --help" ;;
     "profile show") words="$(_ddpgen_profiles "$prog") --help" ;;
     "profile init") words="--name -o --output --help" ;;

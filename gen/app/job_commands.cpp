@@ -23,6 +23,25 @@ Result<JobStatus> find_job(const std::string& id) {
           (acct ? std::string("nor to sacct") : "and sacct cannot say: " + acct.error().message));
 }
 
+// The tasks of the sweep id, each with its state and values; nothing for a job that is no array.
+void print_sweep_tasks(const std::string& id) {
+  if (id.find('_') != std::string::npos) return;
+  auto records = array_records(id);
+  if (!records || records->empty()) return;
+  const auto values = sweep_values(id);
+  std::cout << "  tasks\n";
+  for (const auto& record : *records) {
+    const JobStatus& s = record.status;
+    std::string state = s.state + (s.reason.empty() ? "" : " (" + s.reason + ")");
+    if (!s.nodes.empty() && s.state != "PENDING") state += " on " + s.nodes;
+    for (long task : record.tasks) {
+      const auto it = values.find(task);
+      std::cout << "    " << task << "  " << ddp::text::printable(state)
+                << (it == values.end() ? "" : "  " + ddp::text::printable(it->second)) << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 Result<void> print_job_status(const std::string& id) {
@@ -45,6 +64,7 @@ Result<void> print_job_status(const std::string& id) {
   row("output", ddp::text::join(files, ", "), "unknown (sacct does not say)");
   const std::string verdict = last_verdict_in(*s);
   row("verdict", verdict, files.empty() ? "unknown" : "none in the output");
+  if (!s->from_accounting) print_sweep_tasks(id);
   std::cout << std::flush;
   return {};
 }
@@ -71,6 +91,28 @@ Result<void> print_job_output(const std::string& id) {
     std::cerr << "ddpgen: job " << id << "'s stderr is in " << ddp::text::printable(files[1])
               << "\n";
   return {};
+}
+
+Result<void> print_rank_log(const std::string& id, long rank) {
+  auto s = scontrol_job(id);
+  if (!s) return std::unexpected(s.error());
+  const Location at{"job " + id, 0, 0};
+  if (!*s)
+    return ddp::fail(at,
+                     "not known to scontrol, which names its output file, where the rank logs' "
+                     "directory is written; look in the job's logs.dir");
+  const auto files = output_files(**s);
+  auto text = files.empty() ? Result<std::string>(std::string()) : read_file(files.back());
+  if (!text) return std::unexpected(text.error());
+  const auto dir = rank_log_dir_in(*text);
+  if (!dir)
+    return ddp::fail(at, (*s)->state == "PENDING"
+                             ? std::string("PENDING: no rank logs yet")
+                             : "its output names no rank logs (the job file has no logs: key)");
+  const std::string path = *dir + "/rank-" + std::to_string(rank) + ".log";
+  auto log = read_file(path);
+  if (!log) return std::unexpected(log.error());
+  return write_stdout(*log);
 }
 
 }  // namespace ddpgen::app

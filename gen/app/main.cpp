@@ -124,6 +124,7 @@ struct Command {
   app::SubmitOptions submit_options;
   bool no_live = false, follow = false;
   std::string job_id;
+  long rank = -1;  // logs --rank R; -1: the output file
   CLI::App *submit = nullptr, *status = nullptr, *logs = nullptr;
 };
 
@@ -152,6 +153,12 @@ void define_job_commands(CLI::App& cli, Command& c) {
   c.logs->add_flag(
       "-f,--follow", c.follow,
       "stream state changes, output and verdicts until the job ends (Ctrl-C detaches)");
+  c.logs
+      ->add_option("--rank", c.rank,
+                   "print rank R's file of a job with logs.dir (DIR/rank-R.log) instead")
+      ->type_name("R")
+      ->check(CLI::Range(0L, 1000000L))
+      ->excludes("--follow");
 }
 
 void define(CLI::App& cli, Command& c) {
@@ -232,7 +239,10 @@ std::optional<int> execute_job_command(Command& c) {
     const std::string& id = *checked;
     if (c.status->parsed()) unwrap(app::print_job_status(id));
     if (c.logs->parsed() && c.follow) return app::follow_job(id);
-    if (c.logs->parsed()) unwrap(app::print_job_output(id));
+    if (c.logs->parsed() && c.rank >= 0)
+      unwrap(app::print_rank_log(id, c.rank));
+    else if (c.logs->parsed())
+      unwrap(app::print_job_output(id));
     return 0;
   }
   if (!c.submit->parsed()) return std::nullopt;

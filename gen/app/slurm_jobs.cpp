@@ -96,6 +96,19 @@ Result<std::optional<JobStatus>> sacct_job(const std::string& id) {
   return parse_sacct_job(ran->words, id);
 }
 
+Result<std::vector<ArrayRecord>> array_records(const std::string& id) {
+  auto ran = client({"scontrol", "show", "job", "--oneliner", id}, k_look_deadline);
+  if (!ran) return std::unexpected(ran.error());
+  if (ran->status != 0) return ddp::fail({"scontrol show job " + id, 0, 0}, said(ran->words));
+  return parse_array_records(ran->words);
+}
+
+std::map<long, std::string> sweep_values(const std::string& id) {
+  auto ran = client({"scontrol", "write", "batch_script", id, "-"}, k_look_deadline);
+  if (!ran || ran->status != 0) return {};
+  return sweep_values_in_script(ran->words);
+}
+
 Result<std::string> sbatch(const std::string& script) {
   auto ran = client({"sbatch", "--parsable", script}, k_submit_deadline);
   if (!ran) return std::unexpected(ran.error());

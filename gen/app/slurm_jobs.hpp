@@ -18,6 +18,12 @@ Result<std::optional<JobStatus>> scontrol_job(const std::string& id);
 // with sacct's words when it cannot answer (a cluster without accounting).
 Result<std::optional<JobStatus>> sacct_job(const std::string& id);
 
+// A sweep's tasks: `scontrol show job --oneliner ID`'s records of the array ID (empty when ID
+// is no array), and the values each task got, from the script Slurm keeps
+// (`scontrol write batch_script ID -`; empty when it cannot say).
+Result<std::vector<ArrayRecord>> array_records(const std::string& id);
+std::map<long, std::string> sweep_values(const std::string& id);
+
 // `sbatch --parsable SCRIPT` from the current directory: the job id, or an error that carries
 // sbatch's own words when it refuses the job. sbatch's warnings go to our stderr.
 Result<std::string> sbatch(const std::string& script);
@@ -53,5 +59,9 @@ Result<void> print_job_status(const std::string& id);
 
 // ddpgen logs JOBID: the job's output file as it is now, on stdout.
 Result<void> print_job_output(const std::string& id);
+
+// ddpgen logs JOBID --rank R: rank R's file of a job with logs.dir (DIR/rank-R.log, DIR as the
+// job's output names it), on stdout.
+Result<void> print_rank_log(const std::string& id, long rank);
 
 }  // namespace ddpgen::app

@@ -12,7 +12,7 @@ namespace ddpgen {
 // (gen/core/job_keys.hpp), as are the section key lists below.
 const std::vector<std::string>& job_keys();
 // The keys of the job file's nested mappings: container, checkpoint, mail, watchdog, activate,
-// accelerate, heal, preflight (which may also be true or false).
+// accelerate, heal, preflight (which may also be true or false), logs, sweep.
 const std::vector<std::string>& job_container_keys();
 const std::vector<std::string>& job_checkpoint_keys();
 const std::vector<std::string>& job_mail_keys();
@@ -21,6 +21,8 @@ const std::vector<std::string>& job_activate_keys();
 const std::vector<std::string>& job_accelerate_keys();
 const std::vector<std::string>& job_heal_keys();
 const std::vector<std::string>& job_preflight_keys();
+const std::vector<std::string>& job_logs_keys();
+const std::vector<std::string>& job_sweep_keys();
 
 // Decodes job-file text named file. sets are "KEY=VALUE" overrides (KEY may be dotted, as in
 // checkpoint.requeue; VALUE is YAML, so "args=[-v, --lr=3]" is a list) applied before decoding,

@@ -3,8 +3,12 @@
 // rules between its keys.
 #include "gen/core/job_keys.hpp"
 
+#include <algorithm>
+
 #include "gen/core/job.hpp"
 #include "gen/core/options.hpp"
+#include "gen/core/references.hpp"
+#include "libddp/util/rules.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddpgen {
@@ -29,6 +33,72 @@ void check_checkpoint(const StrictReader& r, const YAML::Node& node, const Check
 
 void check_watchdog(const StrictReader& r, const YAML::Node& node, const Watchdog& w) {
   if (w.timeout == 0) r.reject(node, "watchdog", "\"watchdog.timeout\" is required (e.g. 10m)");
+}
+
+void check_logs(const StrictReader& r, const YAML::Node& node, const Logs& l) {
+  if (l.dir.empty()) r.reject(node, "logs", "\"logs.dir\" is required");
+}
+
+// The most array tasks one sweep renders: Slurm's MaxArraySize is 1001 unless raised.
+constexpr long k_max_sweep = 100000;
+
+// sweep.parameters: NAME: [values...], each NAME a variable name once upper-cased (the task sees
+// SWEEP_<NAME>), each list non-empty.
+std::vector<std::pair<std::string, std::vector<std::string>>> read_parameters(
+    const StrictReader& r, const YAML::Node& node, const std::string& path) {
+  if (!node.IsMap() || node.size() == 0)
+    r.reject(node, path,
+             ddp::text::quote(path) +
+                 " must be a mapping of NAME: [values...], such as {lr: "
+                 "[0.1, 0.01]}");
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  std::vector<std::string> seen;
+  for (const auto& item : node) {
+    const std::string name = item.first.IsScalar() ? item.first.Scalar() : "";
+    if (!ddp::is_env_name(name))
+      r.reject(item.first, path,
+               ddp::text::quote(path) + ": " + ddp::text::quote(name) +
+                   " is not a parameter name (expected [A-Za-z_][A-Za-z0-9_]*)");
+    const std::string variable = refs::sweep_variable(name);
+    if (std::ranges::find(seen, variable) != seen.end())
+      r.reject(item.first, path,
+               ddp::text::quote(path) + ": " + ddp::text::quote(name) +
+                   " is a second parameter exported as " + variable);
+    seen.push_back(variable);
+    const std::string at = path + "." + name;
+    if (!item.second.IsSequence() || item.second.size() == 0)
+      r.reject(item.second, at, ddp::text::quote(at) + " must be a non-empty list of values");
+    out.emplace_back(name, r.strings(item.second, at));
+  }
+  return out;
+}
+
+void check_sweep(const StrictReader& r, const YAML::Node& node, const Sweep& s) {
+  if (s.parameters.empty()) r.reject(node, "sweep", "\"sweep.parameters\" is required");
+  long n = 1;
+  for (const auto& [name, list] : s.parameters) {
+    n *= static_cast<long>(list.size());
+    if (n > k_max_sweep)
+      r.reject(node, "sweep",
+               "\"sweep\" has more than " + std::to_string(k_max_sweep) +
+                   " combinations; sweep fewer values at once");
+  }
+}
+
+const Table<Logs>& logs_table() {
+  static const Table<Logs> table = {
+      settings::required(settings::string("dir", &Logs::dir)),
+  };
+  return table;
+}
+
+const Table<Sweep>& sweep_table() {
+  static const Table<Sweep> table = {
+      settings::required(
+          settings::member("parameters", {Kind::lists}, &Sweep::parameters, read_parameters)),
+      settings::integer("parallel", &Sweep::parallel, 1, k_max_sweep),
+  };
+  return table;
 }
 
 const Table<Container>& container_table() {
@@ -213,6 +283,8 @@ const Table<Job>& job_table() {
                     accelerate_table().decode(job, r, v, p);
                   }),
       section("heal", &Job::heal, heal_table(), k_no_check),
+      section("logs", &Job::logs, logs_table(), check_logs),
+      section("sweep", &Job::sweep, sweep_table(), check_sweep),
   };
   return table;
 }
@@ -228,6 +300,8 @@ const settings::Catalog& job_catalog() {
       {"watchdog", watchdog_table().fields()},
       {"heal", heal_table().fields()},
       {"preflight", preflight_table().fields()},
+      {"logs", logs_table().fields()},
+      {"sweep", sweep_table().fields()},
   };
   return catalog;
 }
@@ -259,6 +333,13 @@ const std::vector<std::string>& job_preflight_keys() {
 }
 const std::vector<std::string>& job_watchdog_keys() {
   return watchdog_table().names();
+}
+
+const std::vector<std::string>& job_logs_keys() {
+  return logs_table().names();
+}
+const std::vector<std::string>& job_sweep_keys() {
+  return sweep_table().names();
 }
 
 }  // namespace ddpgen

@@ -270,4 +270,57 @@ ScriptWrite script_write(const std::optional<std::string>& existing, const std::
   return ScriptWrite::refuse;
 }
 
+namespace {
+
+// Slurm's task list ("3", "0-3%2", "1,3-4"): the indexes, in order; nothing when malformed.
+std::vector<long> task_indexes(std::string_view list) {
+  list = list.substr(0, list.find('%'));
+  std::vector<long> out;
+  for (const auto item : ddp::text::split(list, ',')) {
+    const auto dash = item.find('-');
+    const auto first = ddp::text::parse_uint<std::uint32_t>(item.substr(0, dash));
+    const auto last = dash == std::string_view::npos
+                          ? first
+                          : ddp::text::parse_uint<std::uint32_t>(item.substr(dash + 1));
+    if (!first || !last || *last < *first || *last - *first > 100000) return {};
+    for (long i = *first; i <= static_cast<long>(*last); ++i) out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ArrayRecord> parse_array_records(const std::string& text) {
+  std::vector<ArrayRecord> out;
+  for (const auto& line : lines_of(text)) {
+    const SlurmFields f = scontrol_fields(line);
+    auto tasks = task_indexes(value_of(f, "ArrayTaskId"));
+    if (value_of(f, "JobId").empty() || tasks.empty()) continue;
+    out.push_back({std::move(tasks), status_of(f)});
+  }
+  std::ranges::sort(out, {}, [](const ArrayRecord& r) { return r.tasks.front(); });
+  return out;
+}
+
+std::map<long, std::string> sweep_values_in_script(const std::string& script) {
+  constexpr std::string_view k_head = "# sweep task ";
+  std::map<long, std::string> out;
+  for (const auto line : ddp::text::split(script, '\n')) {
+    if (!line.starts_with(k_head)) continue;
+    const auto rest = line.substr(k_head.size());
+    const auto colon = rest.find(": ");
+    const auto index = ddp::text::parse_uint<std::uint32_t>(rest.substr(0, colon));
+    if (colon != std::string_view::npos && index) out[*index] = rest.substr(colon + 2);
+  }
+  return out;
+}
+
+std::optional<std::string> rank_log_dir_in(std::string_view output) {
+  std::optional<std::string> out;
+  for (const auto line : ddp::text::split(output, '\n'))
+    if (line.starts_with(k_rank_logs_line) && line.size() > k_rank_logs_line.size())
+      out = std::string(line.substr(k_rank_logs_line.size()));
+  return out;
+}
+
 }  // namespace ddpgen

@@ -4,6 +4,7 @@
 // the clients are run by gen/app/slurm_jobs.cpp.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -103,5 +104,23 @@ std::string script_path_for(const std::string& job_file);
 enum class ScriptWrite { create, keep, replace, refuse };
 ScriptWrite script_write(const std::optional<std::string>& existing, const std::string& text,
                          const std::string& job_file);
+
+// A sweep (a job array): its tasks as `scontrol show job --oneliner ARRAY_ID` lists them, one
+// record per task that started and one for the tasks still pending together. tasks: the task
+// indexes the record stands for, in order.
+struct ArrayRecord {
+  std::vector<long> tasks;
+  JobStatus status;
+};
+std::vector<ArrayRecord> parse_array_records(const std::string& text);
+
+// The values of each task of a sweep, from the comment lines "# sweep task N: VALUES" of the
+// script ddpgen rendered: task index -> VALUES.
+std::map<long, std::string> sweep_values_in_script(const std::string& script);
+
+// The line a script with logs.dir writes into the job's output, and where its rank files are,
+// from the last such line of output (nothing when there is none).
+inline constexpr std::string_view k_rank_logs_line = "ddpgen: rank logs in ";
+std::optional<std::string> rank_log_dir_in(std::string_view output);
 
 }  // namespace ddpgen

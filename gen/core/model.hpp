@@ -81,6 +81,22 @@ struct Mail {
   std::string type = "END,FAIL";
 };
 
+// logs: a file per rank, DIR/rank-R.log, beside the job's output (which keeps every line).
+struct Logs {
+  std::string dir;  // may hold run-time references
+};
+
+// sweep: one array task per combination of the parameters' values; task i's values are the
+// i-th combination, the last parameter changing fastest.
+struct Sweep {
+  std::vector<std::pair<std::string, std::vector<std::string>>> parameters;  // in file order
+  long parallel = 0;  // array tasks running at once (--array=...%K); 0: Slurm's limit
+  // The number of combinations.
+  long size() const;
+  // The values of combination index (0 <= index < size()), one per parameter.
+  std::vector<std::string> values(long index) const;
+};
+
 // One decoded job file. where[key path] says where each given value came from.
 struct Job {
   std::string name;
@@ -114,6 +130,8 @@ struct Job {
   std::vector<std::string> task_prefix;  // words before the program in every task
   std::vector<std::string> python;       // the interpreter and its options; empty: the profile's
   std::string accelerate_config;         // accelerate launch --config_file
+  std::optional<Logs> logs;              // empty: the job's output only
+  std::optional<Sweep> sweep;            // empty: one job, not an array
 
   std::string file;                       // the job file's name as given
   std::map<std::string, Location> where;  // key path -> where it was given

@@ -274,6 +274,8 @@ EnvList with_fabric(const Profile& profile) {
 }
 
 Plan make_plan(const Job& job, const Profile& profile) {
+  // A sweep's rules first: they say why a reference cannot name its output.
+  detail::check_runs(job);
   auto warnings = detail::check_job(job, profile);
   Plan plan;
   plan.warnings = std::move(warnings);
@@ -315,6 +317,11 @@ Plan make_plan(const Job& job, const Profile& profile) {
   plan.heal = job.heal;
   plan.fabric = profile.fabric;
   detail::add_launch(plan, job, profile, tasks_per_node);
+  detail::add_runs(plan, job, profile);
+  if (!plan.sweep_tasks.empty())
+    add_directive(plan, "--array=",
+                  "0-" + std::to_string(plan.sweep_tasks.size() - 1) +
+                      (plan.sweep_parallel > 0 ? "%" + std::to_string(plan.sweep_parallel) : ""));
 
   plan.module_purge = profile.module_purge;
   plan.module_use = profile.module_use;

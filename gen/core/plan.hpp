@@ -77,6 +77,15 @@ struct Plan {
   std::vector<Word> prefix_words;  // task_prefix: before the wrapper or the command, per task
   std::vector<Word> command_words;
   bool batch_launch = false;  // launcher none: the command runs once, here in the batch shell
+  // logs: DIR/rank-R.log per rank (may hold run-time references); empty: none. The per-rank
+  // tee is a word of the launch (rank_log_words: before the container in one task per process,
+  // or inside the command for torchrun and accelerate, whose workers the task starts).
+  std::string logs_dir;
+  std::vector<Word> rank_log_words;
+  // sweep: each array task's SWEEP_<NAME> values, by task index; empty: not a sweep.
+  std::vector<EnvList> sweep_tasks;
+  std::vector<std::string> sweep_names;  // the parameters' names as the job file gives them
+  long sweep_parallel = 0;
 };
 
 // Checks job against profile and decides everything the script needs. Errors name the job

@@ -42,6 +42,8 @@ std::vector<std::string> reference_names(const Job& job, const Profile& profile)
   std::vector<std::string> names = refs::slurm_job_variables();
   for (const auto& [key, value] : job.env) names.push_back(key);
   names.insert(names.end(), profile.variables.begin(), profile.variables.end());
+  const auto sweep = sweep_variables(job);
+  names.insert(names.end(), sweep.begin(), sweep.end());
   if (job.launcher == Launcher::none) {
     const auto& more = refs::batch_launch_variables();
     names.insert(names.end(), more.begin(), more.end());
@@ -63,6 +65,7 @@ std::vector<Error> check_references(const Job& job, const Profile& profile) {
     check("args", "args[" + std::to_string(i) + "]", job.args[i]);
   for (const auto& [key, value] : job.env) check("env", "env." + key, value);
   if (job.checkpoint) check("checkpoint", "checkpoint.dir", job.checkpoint->dir);
+  if (job.logs) check("logs", "logs.dir", job.logs->dir);
   if (job.container) {
     check("container", "container.image", job.container->image);
     check("container", "container.workdir", job.container->workdir);

@@ -19,4 +19,12 @@ std::vector<Error> check_job(const Job& job, const Profile& profile);
 // the command the batch shell runs).
 void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_per_node);
 
+// logs and sweep (gen/core/plan_runs.cpp): their checks against the job's other values, and
+// their part of the plan (the array directive, each task's values, the per-rank tee).
+void check_runs(const Job& job);
+void add_runs(Plan& plan, const Job& job, const Profile& profile);
+
+// The names sweep's tasks export: SWEEP_<NAME>, in the parameters' order.
+std::vector<std::string> sweep_variables(const Job& job);
+
 }  // namespace ddpgen::detail

@@ -83,6 +83,12 @@ const std::vector<std::string>& batch_launch_variables() {
   return names;
 }
 
+std::string sweep_variable(std::string_view parameter) {
+  std::string out = "SWEEP_";
+  for (char c : parameter) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
 std::vector<std::string> names(std::string_view text) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < text.size(); ++i) {

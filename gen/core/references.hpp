@@ -16,6 +16,10 @@ const std::vector<std::string>& slurm_job_variables();
 // What launcher none exports in the batch shell before its command runs.
 const std::vector<std::string>& batch_launch_variables();
 
+// The variable a sweep parameter's value is exported as in each array task: SWEEP_<NAME>, the
+// name's letters upper-cased ("lr" -> "SWEEP_LR").
+std::string sweep_variable(std::string_view parameter);
+
 // Returns the names of text's ${NAME} references, in order (duplicates kept).
 std::vector<std::string> names(std::string_view text);
 

@@ -186,6 +186,47 @@ mu::data watchdog_data(const Plan& plan) {
   return watch ? mu::data("args", joined(words(*watch))) : mu::data(false);
 }
 
+// A task's values for a person (a comment line, and what "ddpgen status" shows): "lr=0.1
+// batch=32", each value printable.
+std::string summary(const std::vector<std::string>& names, const EnvList& values) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i ? " " : "") + names[i] + "=" + ddp::text::printable(values[i].second);
+  return out;
+}
+
+// sweep: each array task's values, shell-quoted (data, never code).
+mu::data sweep_data(const Plan& plan) {
+  if (plan.sweep_tasks.empty()) return mu::data(false);
+  mu::data tasks{mu::data::type::list};
+  for (std::size_t i = 0; i < plan.sweep_tasks.size(); ++i) {
+    mu::data task;
+    task.set("index", std::to_string(i));
+    mu::data values{mu::data::type::list};
+    for (const auto& [key, value] : plan.sweep_tasks[i]) {
+      mu::data item;
+      item.set("sep", values.list_value().empty() ? "" : " ");
+      item.set("key", key);
+      item.set("value", ddp::shell::quote(value));
+      values.push_back(item);
+    }
+    task.set("values", values);
+    task.set("summary", summary(plan.sweep_names, plan.sweep_tasks[i]));
+    tasks.push_back(task);
+  }
+  mu::data out;
+  out.set("count", std::to_string(plan.sweep_tasks.size()));
+  out.set("last", std::to_string(plan.sweep_tasks.size() - 1));
+  out.set("tasks", tasks);
+  return out;
+}
+
+// logs: the directory of the rank files.
+mu::data logs_data(const Plan& plan) {
+  if (plan.logs_dir.empty()) return mu::data(false);
+  return mu::data("dir", shell::quote_expanding(plan.logs_dir));
+}
+
 // The header, the directives and the environment: everything before the launch.
 void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("version", ddp::text::printable(in.version));
@@ -222,8 +263,8 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("activate", activate_data(plan));
   d.set("has_software", has_modules || plan.activate || !plan.site_env.empty() ||
                             !plan.job_env.empty() || !plan.local_scratch.empty());
-  d.set("has_machinery",
-        !plan.checkpoint_dir.empty() || plan.requeue || (!plan.plugin && !plan.batch_launch));
+  d.set("has_machinery", !plan.checkpoint_dir.empty() || plan.requeue ||
+                             (!plan.plugin && !plan.batch_launch) || !plan.logs_dir.empty());
   d.set("has_pre", !plan.pre.empty());
   d.set("pre", code_lines(plan.pre));
   mu::data checkpoint;
@@ -232,6 +273,8 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("requeue", requeue_data(plan));
   d.set("watchdog", watchdog_data(plan));
   d.set("heal", plan.heal.has_value());
+  d.set("sweep", sweep_data(plan));
+  d.set("logs", logs_data(plan));
 }
 
 // The preflight step: ddp-check's options, and ddp-watch's around it with heal.
@@ -284,8 +327,12 @@ void set_launch(mu::data& d, const Plan& plan) {
   d.set("accelerate", plan.launcher == Launcher::accelerate);
   d.set("batch_launch", plan.batch_launch);
   // Continuation lines are indented under srun; launcher none's command starts the line.
-  d.set("prefix_indent", step ? "  " : "");
-  d.set("command_indent", step || !plan.prefix_words.empty() ? "  " : "");
+  const bool continued = step || !plan.rank_log_words.empty();
+  d.set("rank_log", optional_object(!plan.rank_log_words.empty(),
+                                    mu::data("words", words(plan.rank_log_words))));
+  d.set("rank_log_indent", step ? "  " : "");
+  d.set("prefix_indent", continued ? "  " : "");
+  d.set("command_indent", continued || !plan.prefix_words.empty() ? "  " : "");
   // How the training command ends: in the background for the requeue trap, its status kept for
   // the post: lines, or as the script's last command.
   const bool post = !plan.post.empty();

@@ -27,6 +27,12 @@ const std::string k_env =
     R"({"type": ["object", "null"], "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}, )"
     R"("additionalProperties": )" +
     k_scalar + "}";
+// A sweep's parameters: NAME -> a non-empty list of values.
+const std::string k_lists =
+    R"({"type": "object", "minProperties": 1, )"
+    R"("propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}, )"
+    R"("additionalProperties": {"type": "array", "minItems": 1, "items": )" +
+    k_scalar + "}}";
 // duration::parse: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
 const std::string k_time =
     R"({"type": ["string", "integer"], "pattern": "^([0-9]+-)?[0-9]+(:[0-9]+){0,2}$"})";
@@ -116,6 +122,8 @@ struct Builder {
         return k_string_or_list;
       case Kind::env:
         return k_env;
+      case Kind::lists:
+        return k_lists;
       case Kind::section:
         return object(type.section, indent);
       case Kind::section_or_boolean:

@@ -35,6 +35,7 @@ enum class Kind {
   words,               // words: one string split at spaces, or a list
   command,             // words, the first not an option
   env,                 // a mapping NAME -> value, NAME a variable name
+  lists,               // a non-empty mapping NAME -> non-empty list of scalars
   section,             // a mapping decoded with the table named section
   section_or_boolean,  // true, false or that mapping
   sections,            // a non-empty list of such mappings

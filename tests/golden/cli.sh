@@ -62,6 +62,8 @@ expect_usage_error '^ddpgen: error: no job file' --profile local
 expect_usage_error 'not expected: other.yaml \(give one job file' --profile local job.yaml other.yaml
 expect_usage_error 'not expected: --frob' --profile local job.yaml --frob
 expect_usage_error 'two job files \("job.yaml" and "other.yaml"\)' job.yaml validate --profile local other.yaml
+expect_usage_error '^ddpgen: error: --follow excludes --rank' logs 12 --rank 1 --follow
+expect_usage_error '^ddpgen: error: --rank: Value -1 not in range 0 to 1000000' logs 12 --rank -1
 
 # Standard output that cannot be written.
 status=0

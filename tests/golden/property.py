@@ -15,6 +15,7 @@ render a script that, run by bash with stub commands first on a PATH holding not
     ignores every #SBATCH after it).
 Comment-only fields (description, notes, ...) must change no command at all. In the fields
 that take run-time references (args, env values, output, error, checkpoint.dir, container.*),
+and a sweep's values (which task 0 exports as SWEEP_P and passes on through ${SWEEP_P}),
 ${NAME} of an allowed name arrives expanded as the batch shell has it (--output and --error as
 sbatch's %j, %x, ... patterns) and every other byte as written; pre: and post: are code by
 design and not drawn.
@@ -291,7 +292,19 @@ FIELDS = [
     ("profile", "container.modules.0", "module:load"), ("profile", "env.PT_SITE", "site-env"),
     ("profile", "env-key", "site-env"), ("profile", "container.binds.0", "bind"),
     ("profile", "python", "command"), ("profile", "port_range", "same"),
+    ("job", "sweep.parameters.p.0", "sweep"), ("job", "sweep.parameters.p.1", "sweep"),
 ]
+
+# The array task the script runs as: a sweep's task 0 gets each parameter's first value.
+K_ARRAY_TASK = "0"
+
+
+def add_sweep(job):
+    """Makes job a sweep whose task 0 exports SWEEP_P, passed on as the last argument; its
+    checkpoint is the task's own, as a sweep needs."""
+    job["sweep"] = {"parameters": {"p": ["first", "second"]}, "parallel": 1}
+    job["checkpoint"]["dir"] = "ck-${SLURM_ARRAY_TASK_ID}"
+    job["args"] = job["args"] + ["${SWEEP_P}"]
 
 
 def set_path(doc, path, value):
@@ -353,11 +366,12 @@ class Runner:
 
     def plain(self, kind, job, profile):
         """The script and commands of the case with every value at its default (cached)."""
-        if kind not in self.plain_runs:
-            d, r = self.render(job, profile, f"plain-{kind}")
+        key = kind + ("-sweep" if "sweep" in job else "")
+        if key not in self.plain_runs:
+            d, r = self.render(job, profile, f"plain-{key}")
             assert r.returncode == 0, r.stderr.decode()
-            self.plain_runs[kind] = (r, [(n, a) for n, a, _ in self.execute(d, r.stdout)])
-        return self.plain_runs[kind]
+            self.plain_runs[key] = (r, [(n, a) for n, a, _ in self.execute(d, r.stdout)])
+        return self.plain_runs[key]
 
     @staticmethod
     def ddpgen_env(d):
@@ -382,7 +396,8 @@ class Runner:
     def batch_env(self, d):
         """The variables the script starts with."""
         return {"PATH": self.bin, "HOME": os.path.join(d, "run"),
-                "REC_LOG": os.path.join(d, "rec.log"), "SLURM_JOB_ID": K_JOB_ID, **BATCH_ENV}
+                "REC_LOG": os.path.join(d, "rec.log"), "SLURM_JOB_ID": K_JOB_ID,
+                "SLURM_ARRAY_TASK_ID": K_ARRAY_TASK, **BATCH_ENV}
 
     def execute(self, d, script):
         path = os.path.join(d, "job.sbatch")
@@ -413,6 +428,8 @@ def sbatch_lines(script):
 def job_shell_env(job, batch_env):
     """The variables srun's arguments expand with: the batch shell's and the job's env."""
     env = dict(batch_env)
+    if "sweep" in job:
+        env["SWEEP_P"] = job["sweep"]["parameters"]["p"][0]
     for k, v in job.get("env", {}).items():
         env[k] = expand_refs(v, batch_env)
     return env
@@ -466,6 +483,13 @@ def check_arrival(kind, value, job, profile, script, log, batch_env):
         (k, v), = job["env"].items()
         got, want = srun_env.get(k.encode()), expand_refs(v, batch_env).encode()
         return None if got == want else f"srun's {k} is {got!r}, expected {want!r}"
+    if kind == "sweep":
+        # Task 0 runs the first value (index 0 of the list), byte for byte: exported to every
+        # task and, through ${SWEEP_P}, the program's last argument.
+        first = job["sweep"]["parameters"]["p"][0].encode()
+        if srun_env.get(b"SWEEP_P") != first:
+            return f"srun's SWEEP_P is {srun_env.get(b'SWEEP_P')!r}, expected {first!r}"
+        return None if srun_args[-1:] == [first] else f"srun got {srun_args!r}, last {first!r}"
     if kind == "site-env":
         (k, v), = profile["env"].items()
         # bash sets IFS itself, whatever the environment says.
@@ -514,6 +538,8 @@ def run_case(runner, rng, index):
     fields = [f for f in FIELDS
               if not (kind_of_site == "plugin" and f[1].startswith("container."))]
     picked = rng.sample(fields, rng.choice([1, 1, 2]))
+    if any(path.startswith("sweep.") for _, path, _ in picked):
+        add_sweep(job)
     r0, plain = runner.plain(kind_of_site, job, profile)
     values = []
     for where, path, kind in picked:

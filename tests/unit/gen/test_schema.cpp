@@ -41,13 +41,15 @@ TEST(Schema, JobKeyPathsAreDottedForNestedKeys) {
                                          "activate.conda",
                                          "accelerate.config_file",
                                          "heal.max_requeues",
-                                         "preflight.pairs_threshold"};
+                                         "preflight.pairs_threshold",
+                                         "logs.dir",
+                                         "sweep.parallel"};
   for (const auto& p : some) EXPECT_NE(std::ranges::find(paths, p), paths.end()) << p;
-  EXPECT_EQ(paths.size(), job_keys().size() + job_container_keys().size() +
-                              job_checkpoint_keys().size() + job_mail_keys().size() +
-                              job_watchdog_keys().size() + job_activate_keys().size() +
-                              job_accelerate_keys().size() + job_heal_keys().size() +
-                              job_preflight_keys().size());
+  EXPECT_EQ(paths.size(),
+            job_keys().size() + job_container_keys().size() + job_checkpoint_keys().size() +
+                job_mail_keys().size() + job_watchdog_keys().size() + job_activate_keys().size() +
+                job_accelerate_keys().size() + job_heal_keys().size() +
+                job_preflight_keys().size() + job_logs_keys().size() + job_sweep_keys().size());
 }
 
 }  // namespace

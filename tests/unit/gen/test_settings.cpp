@@ -138,13 +138,15 @@ TEST(Settings, RequiredColumnsNameTheKeysTheReaderRequires) {
         if (field.required) required.push_back(name + "." + field.name);
   std::ranges::sort(required);
   EXPECT_EQ(required, (std::vector<std::string>{"checkpoint.dir", "container.image", "job.script",
-                                                "job.time", "partition.name", "watchdog.timeout"}));
+                                                "job.time", "logs.dir", "partition.name",
+                                                "sweep.parameters", "watchdog.timeout"}));
 }
 
 // Every integer key of the job takes its maximum and refuses one more, naming its path.
 TEST(Settings, JobIntegerRowsHoldTheReadersBounds) {
   // The required keys of the sections the integer keys are in.
-  const std::vector<std::string> base = {"checkpoint.dir=/c", "watchdog.timeout=1m"};
+  const std::vector<std::string> base = {"checkpoint.dir=/c", "watchdog.timeout=1m",
+                                         "sweep.parameters={lr: [1]}"};
   const auto& catalog = job_catalog();
   int checked = 0;
   for (const auto& path : job_key_paths()) {
@@ -166,8 +168,8 @@ TEST(Settings, JobIntegerRowsHoldTheReadersBounds) {
     ++checked;
   }
   // nodes, gpus_per_node, procs_per_node, checkpoint.signal_time, checkpoint.max_restarts,
-  // heal.max_requeues: a new integer row adds one.
-  EXPECT_EQ(checked, 6);
+  // heal.max_requeues, sweep.parallel: a new integer row adds one.
+  EXPECT_EQ(checked, 7);
 }
 
 TEST(Settings, JobSectionChecksRunAfterTheRows) {

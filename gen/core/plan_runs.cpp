@@ -1,0 +1,171 @@
+// logs: and sweep: in the plan. A sweep is a job array whose tasks each export one combination
+// of the parameters' values; its runs must not share a checkpoint, an output file or a log
+// directory, so each of these must name the array task. logs: puts a tee in front of every
+// rank: the rank's lines go to its own file and, unchanged, to srun (the job's output and
+// ddp-watch's view of it keep every line).
+#include <algorithm>
+
+#include "gen/core/plan_parts.hpp"
+#include "gen/core/references.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddpgen::detail {
+namespace {
+
+// The references that differ between the tasks of one array.
+bool names_task(const std::string& name) {
+  return name == "SLURM_ARRAY_TASK_ID" || name == "SLURM_JOB_ID" || name == "SLURM_JOBID";
+}
+
+// The references of text, with the job's env values it names followed (an env value may be
+// built from ${SWEEP_LR}), each name once.
+void collect(const Job& job, const std::string& text, std::vector<std::string>& out, int depth) {
+  for (const auto& name : refs::names(text)) {
+    if (std::ranges::find(out, name) != out.end()) continue;
+    out.push_back(name);
+    if (depth > 8) continue;
+    for (const auto& [key, value] : job.env)
+      if (key == name) collect(job, value, out, depth + 1);
+  }
+}
+
+// True when text differs between the array's tasks: it names the array task (or the job id,
+// which each task has its own of) or every sweep variable.
+bool differs_per_task(const Job& job, const std::string& text) {
+  std::vector<std::string> names;
+  collect(job, text, names, 0);
+  if (std::ranges::any_of(names, names_task)) return true;
+  const auto vars = sweep_variables(job);
+  return std::ranges::all_of(
+      vars, [&](const auto& v) { return std::ranges::find(names, v) != names.end(); });
+}
+
+void check_sweep(const Job& job) {
+  const std::string fix =
+      "; name the array task in it, e.g. ${SLURM_ARRAY_TASK_ID}, or every sweep parameter";
+  if (job.checkpoint && !differs_per_task(job, job.checkpoint->dir))
+    reject(job, "checkpoint",
+           "\"checkpoint.dir\" " + ddp::text::quote(job.checkpoint->dir) +
+               " is the same for every task of the sweep, whose runs would resume from each "
+               "other's checkpoints" +
+               fix);
+  if (job.logs && !differs_per_task(job, job.logs->dir))
+    reject(job, "logs",
+           "\"logs.dir\" " + ddp::text::quote(job.logs->dir) +
+               " is the same for every task of the sweep, whose ranks would write the same "
+               "files" +
+               fix);
+  for (const auto& [key, value] : {std::pair{"output", job.output}, {"error", job.error}}) {
+    for (const auto& name : refs::names(value))
+      if (name.starts_with("SWEEP_"))
+        reject(job, key,
+               ddp::text::quote(std::string(key)) + ": ${" + name +
+                   "} cannot name the file: sbatch opens it before the script sets the sweep's "
+                   "values; write ${SLURM_ARRAY_TASK_ID} (ddpgen status shows each task's "
+                   "values)");
+    // sbatch's own patterns count too: %a (the array task) and %j (each task's job id).
+    const auto names = refs::names(value);
+    const bool pattern =
+        value.find("%a") != std::string::npos || value.find("%j") != std::string::npos;
+    if (!value.empty() && !pattern && !std::ranges::any_of(names, names_task))
+      reject(job, key,
+             ddp::text::quote(std::string(key)) + " " + ddp::text::quote(value) +
+                 " is the same file for every task of the sweep; name the array task in it, "
+                 "e.g. ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}");
+  }
+  for (const auto& option : job.sbatch)
+    if (option.starts_with("--array") || option.starts_with("-a"))
+      reject(job, "sbatch",
+             "\"sweep\" makes the job array itself; drop " + ddp::text::quote(option));
+}
+
+// The code of the per-rank tee: stderr, then stdout, through tee on to where they went and,
+// line by line, appended to DIR/rank-R.log; then the command. rank is a reference that expands
+// where the code runs (each task, or each worker). tee passes every byte on at once (a
+// progress bar without a newline included); awk writes whole lines (one write each), so the
+// lines of the two streams never break into each other in the file. The stdout chain writes
+// its errors into the stderr chain, whose awk holds the task's stderr: srun waits for all of
+// them to end, so a rank's last lines reach its file. They ignore the signals the step's
+// processes may get (ddp-watch's SIGABRT for the stacks, a requeue notice): a stack a rank
+// prints must reach srun and its file. No single quote: the code is written between single
+// quotes.
+std::string rank_log_code(const std::string& rank) {
+  const std::string chain =
+      "(trap \"\" HUP INT QUIT ABRT TERM USR1 USR2; exec tee >(exec awk \"{ print; fflush() }\" >> "
+      "\"$ddpgen_log\")";
+  return "ddpgen_log=$1/rank-" + rank + ".log; shift; exec 2> >" + chain + " >&2); exec > >" +
+         chain + "); unset ddpgen_log; exec \"$@\"";
+}
+
+// launcher none: the command runs in the batch shell, where nothing waits for a tee that
+// outlives it, so the streams go through pipelines that bash waits for: awk passes each line on
+// and appends it to DIR/rank-0.log (no watchdog reads this output, so a line may wait for its
+// newline), and the exit status is the command's (pipefail).
+std::string batch_log_code() {
+  const std::string awk =
+      "(trap \"\" HUP INT QUIT ABRT TERM USR1 USR2; export ddpgen_log; exec awk \"{ print; "
+      "fflush(); print >> ENVIRON[\\\"ddpgen_log\\\"]; fflush(ENVIRON[\\\"ddpgen_log\\\"]) }\")";
+  return "ddpgen_log=$1/rank-0.log; shift; set -o pipefail; { \"$@\" 2>&1 1>&3 3>&- | " + awk +
+         " >&2; } 3>&1 | " + awk;
+}
+
+Word rank_log_word(const std::string& code) {
+  return {"bash -c '" + code + "' ddpgen-rank-log \"$DDP_LOG_DIR\"", {}};
+}
+
+// torchrun and accelerate start the workers: the tee goes in front of each worker, which
+// they run as a program (--no_python) and which reads its rank from RANK.
+void add_worker_logs(Plan& plan, const Job& job, const Profile& profile) {
+  const auto& python = job.python.empty() ? profile.python : job.python;
+  std::vector<Word> words = {rank_log_word(rank_log_code("${RANK:-0}"))};
+  for (const auto& word : python) words.push_back({"", word});
+  words.push_back({"-u", {}});
+  auto& cmd = plan.command_words;
+  const auto script = cmd.end() - static_cast<long>(job.args.size()) - 1;
+  if (job.launcher == Launcher::accelerate) {
+    plan.wrapper_args.push_back({"--no_python", {}});
+  } else {
+    words.insert(words.begin(), Word{"--no_python", {}});
+  }
+  cmd.insert(script, words.begin(), words.end());
+}
+
+void add_logs(Plan& plan, const Job& job, const Profile& profile) {
+  plan.logs_dir = job.logs->dir;
+  if (plan.torchrun_mode) return add_worker_logs(plan, job, profile);
+  // One task per process: its rank is SLURM_PROCID. launcher none: the batch shell's command,
+  // rank 0 (the workers a program starts itself write where it sends them).
+  plan.rank_log_words = {
+      rank_log_word(plan.batch_launch ? batch_log_code() : rank_log_code("${SLURM_PROCID:-0}"))};
+}
+
+}  // namespace
+
+std::vector<std::string> sweep_variables(const Job& job) {
+  std::vector<std::string> out;
+  if (job.sweep)
+    for (const auto& [name, values] : job.sweep->parameters)
+      out.push_back(refs::sweep_variable(name));
+  return out;
+}
+
+void check_runs(const Job& job) {
+  if (job.sweep) check_sweep(job);
+}
+
+void add_runs(Plan& plan, const Job& job, const Profile& profile) {
+  if (job.logs) add_logs(plan, job, profile);
+  if (!job.sweep) return;
+  const Sweep& s = *job.sweep;
+  const auto names = sweep_variables(job);
+  for (const auto& [name, values] : s.parameters) plan.sweep_names.push_back(name);
+  for (long i = 0; i < s.size(); ++i) {
+    const auto values = s.values(i);
+    EnvList env;
+    for (std::size_t k = 0; k < names.size(); ++k) env.emplace_back(names[k], values[k]);
+    plan.sweep_tasks.push_back(std::move(env));
+  }
+  plan.sweep_parallel = s.parallel;
+}
+
+}  // namespace ddpgen::detail
