@@ -168,6 +168,11 @@ std::vector<Error> check_job(const Job& job, const Profile& profile) {
   check_launcher_keys(job);
   check_heal(job);
   check_first_words(job);
+  // Lightning saves where its Trainer says and requeues itself: it needs no checkpoint.dir.
+  if (job.checkpoint && job.checkpoint->dir.empty() && job.launcher != Launcher::lightning)
+    reject(job, "checkpoint",
+           "\"checkpoint.dir\" is required (the directory the program saves to and resumes "
+           "from; only launcher lightning, which saves where its Trainer says, goes without)");
   if (job.script.starts_with("-"))
     reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
   if (job.container && job.container->image.starts_with("-"))

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Process test of the values a generated script reads when it runs: environment values never
-# reach bash arithmetic as code, and launcher none's hostfile is never a name another user can
-# plant. Renders golden cases, then EXECUTES the scripts with logging stubs on a PATH of their
+# reach bash arithmetic as code, launcher none's hostfile is never a name another user can
+# plant, and a failing pre: line says so. Renders golden cases, then EXECUTES the scripts with logging stubs on a PATH of their
 # own and hostile environments. Usage: runtime-values.sh DDPGEN
 set -euo pipefail
 ddpgen=$1
@@ -97,6 +97,13 @@ leftover=$(cd "$work/tmp" && echo ddpgen-hostfile.*)
 if [[ $leftover != "ddpgen-hostfile.7 ddpgen-hostfile.8" ]]; then
   fail "the hostfiles were not removed at the end of the job: $leftover"
 fi
+
+# A failing pre: line ends the job before training, with a line saying so.
+mkdir "$work/pre"
+printf 'time: "10"\nscript: train.py\npre: ["true", "false", "echo after"]\n' > "$work/pre/job.yaml"
+(cd "$work/pre" && "$ddpgen" --profile local job.yaml) > "$work/pre.sbatch"
+run pre
+expect_refused "a failing pre: line" 'ddpgen: a pre: line failed (status 1); training not started'
 
 if [[ $failures -gt 0 ]]; then exit 1; fi
 echo "runtime values: all checks passed"
