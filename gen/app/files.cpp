@@ -8,14 +8,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 namespace ddpgen::app {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The most read_file reads: a file that grows past it (a log given by mistake) is refused.
+constexpr std::size_t k_max_input = 4 * 1024 * 1024;
 
 std::unexpected<Error> io_error(const std::string& path, const std::string& what, int err) {
   return ddp::fail({path, 0, 0}, what + ": " + std::strerror(err));
@@ -100,12 +101,44 @@ Result<void> write_special(const std::string& path, const std::string& text) {
 }  // namespace
 
 Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ddp::fail({path, 0, 0}, std::string("cannot read: ") + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return ddp::fail({path, 0, 0}, "read error");
-  return text.str();
+  // O_NONBLOCK: opening a FIFO nobody writes returns at once instead of waiting; it and any other
+  // file that is not a regular one (/dev/zero, a terminal) is refused after fstat.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return io_error(path, "cannot read", errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return io_error(path, "cannot read", err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return ddp::fail({path, 0, 0}, S_ISDIR(st.st_mode)
+                                       ? "cannot read: it is a directory"
+                                       : "cannot read: not a regular file (a pipe, a device or a "
+                                         "socket); give the path of a file");
+  }
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return io_error(path, "read error", err);
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > k_max_input) {
+      ::close(fd);
+      return ddp::fail({path, 0, 0}, "cannot read: larger than " +
+                                         std::to_string(k_max_input / (1024 * 1024)) +
+                                         " MiB, far more than a job file, profile or template");
+    }
+  }
+  ::close(fd);
+  return text;
 }
 
 Result<void> write_file(const std::string& path, const std::string& text, bool into_special) {

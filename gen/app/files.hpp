@@ -7,7 +7,8 @@
 
 namespace ddpgen::app {
 
-// Returns the contents of path.
+// Returns the contents of path: a regular file (a FIFO is refused without waiting for a writer,
+// /dev/zero without reading it) of at most 4 MiB.
 Result<std::string> read_file(const std::string& path);
 
 // Writes text to path through a temporary file made by mkstemp in the same directory, synced,

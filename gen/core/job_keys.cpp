@@ -23,7 +23,6 @@ void check_container(const StrictReader& r, const YAML::Node& node, const Contai
 }
 
 void check_checkpoint(const StrictReader& r, const YAML::Node& node, const Checkpoint& c) {
-  if (c.dir.empty()) r.reject(node, "checkpoint", "\"checkpoint.dir\" is required");
   if (c.requeue_on_failure && !c.requeue)
     r.reject(
         node, "checkpoint",
@@ -113,7 +112,7 @@ const Table<Container>& container_table() {
 
 const Table<Checkpoint>& checkpoint_table() {
   static const Table<Checkpoint> table = {
-      settings::required(settings::string("dir", &Checkpoint::dir)),
+      settings::string("dir", &Checkpoint::dir),
       settings::boolean("requeue", &Checkpoint::requeue),
       settings::choice("signal", &Checkpoint::signal,
                        {"USR1", "USR2", "TERM", "INT", "HUP", "URG"}),

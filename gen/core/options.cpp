@@ -59,6 +59,16 @@ constexpr Owned k_srun[] = {
     {"--kill-on-bad-exit", "", ""},
 };
 
+// Real options that are the start of an option ddpgen computes: not abbreviations.
+const std::vector<std::string_view> k_real_prefixes = {"--container", "--gpus", "--ntasks",
+                                                       "--no-requeue"};
+
+// The option Slurm reads for an alias of it.
+std::optional<std::string> alias(std::string_view opt) {
+  if (opt == "--tasks-per-node") return "--ntasks-per-node";
+  return std::nullopt;
+}
+
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_';
@@ -91,7 +101,7 @@ std::string name(std::string_view token) {
 bool gres_has_gpu(std::string_view value) {
   for (auto item : ddp::text::split(value, ',')) {
     const auto type = item.substr(0, item.find(':'));
-    if (type == "gpu") return true;
+    if (type == "gpu" || type == "gres/gpu") return true;
   }
   return false;
 }
@@ -108,11 +118,38 @@ std::optional<std::string> problem(std::string_view token, Source source) {
     if (auto p = shell::sbatch_value_problem(token)) return "cannot be an #SBATCH line: it " + *p;
   const std::string lead = ": ";
   const bool srun = source == Source::job_srun;
-  for (const Owned& o : srun ? std::span<const Owned>(k_srun) : std::span<const Owned>(k_sbatch)) {
+  const auto owned = srun ? std::span<const Owned>(k_srun) : std::span<const Owned>(k_sbatch);
+  for (const Owned& o : owned) {
     if (opt != o.option) continue;
     if (srun && token == "--kill-on-bad-exit=1") return std::nullopt;
     return lead + owned_advice(o, source);
   }
+  // Slurm reads a unique abbreviation (--partit) and some aliases as the full option.
+  if (auto full = alias(opt))
+    for (const Owned& o : owned)
+      if (o.option == *full) return ": Slurm reads it as " + *full + "; " + owned_advice(o, source);
+  if (std::find(k_real_prefixes.begin(), k_real_prefixes.end(), opt) == k_real_prefixes.end()) {
+    std::vector<std::string> longer;
+    for (const Owned& o : owned)
+      if (o.option.starts_with(opt)) longer.emplace_back(o.option);
+    if (longer.size() == 1)
+      for (const Owned& o : owned)
+        if (o.option == longer.front())
+          return ": Slurm reads this abbreviation as " + longer.front() + "; " +
+                 owned_advice(o, source);
+    if (longer.size() > 1)
+      return ": an abbreviation Slurm may read as one of " + ddp::text::join(longer, ", ") +
+             ", which ddpgen computes; write the option in full";
+  }
+  const std::string_view value = token.substr(std::min(token.size(), opt.size() + 1));
+  if (opt == "--cpus-per-gpu" && !srun)
+    return std::string(": sbatch refuses it with ddpgen's --cpus-per-task; the profile's ") +
+           "\"cpus_per_gpu\" says it";
+  if (opt == "--export" && (value == "NONE" || value.starts_with("NONE,") || value == "NIL"))
+    return std::string(": the training step would start without the environment the script ") +
+           "sets (the job's and the site's env, the software); leave --export out";
+  if (!srun && opt == "--tres-per-task" && value.find("gpu") != std::string_view::npos)
+    return std::string(": ddpgen computes the GPUs: set \"gpus_per_node\"");
   if (!srun && opt == "--gres" &&
       gres_has_gpu(token.substr(std::min(token.size(), opt.size() + 1))))
     return std::string(": ddpgen computes the GPUs of --gres: set \"gpus_per_node\" (and ") +

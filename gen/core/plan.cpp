@@ -184,8 +184,12 @@ void add_resources(Plan& plan, const Job& job, const Profile& profile, const Cho
   if (profile.mem_per_gpu_gb > 0 && gpn > 0 && !extra.memory)
     add_directive(plan, "--mem=", std::to_string(profile.mem_per_gpu_gb * gpn) + "G");
   std::string gres = extra.gres;
+  // --gpus-per-node takes the type as --gres does (TYPE:N); where the partition's constraint
+  // selects the node type (Ibex), the constraint says it.
+  const bool typed = !job.gpu_type.empty() && c.partition->constraint.empty();
   if (gpn > 0 && profile.gpu_request == "gpus-per-node")
-    add_directive(plan, "--gpus-per-node=", std::to_string(gpn));
+    add_directive(plan, "--gpus-per-node=",
+                  (typed ? c.node.gpu_type + ":" : std::string()) + std::to_string(gpn));
   else if (gpn > 0)
     gres = "gpu:" + (c.node.gpu_type.empty() ? "" : c.node.gpu_type + ":") + std::to_string(gpn) +
            (gres.empty() ? "" : "," + gres);

@@ -7,6 +7,7 @@
 #include "gen/core/plan_parts.hpp"
 #include "gen/core/references.hpp"
 #include "gen/core/shell.hpp"
+#include "libddp/util/rules.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddpgen::detail {
@@ -137,6 +138,25 @@ void check_heal(const Job& job) {
                "lower heal.max_requeues or raise checkpoint.max_restarts");
 }
 
+// A first word such as "OMP_NUM_THREADS=4" is a variable assignment to bash, not a program:
+// where the word starts a command (launcher none), bash would set the variable and run the
+// next word instead.
+void check_first_words(const Job& job) {
+  auto assignment = [](const std::string& word) {
+    const auto eq = word.find('=');
+    return eq != std::string::npos && ddp::is_env_name(word.substr(0, eq));
+  };
+  auto refuse = [&](const std::string& key, const std::string& word) {
+    reject(job, key,
+           ddp::text::quote(key) + ": the first word " + ddp::text::quote(word) +
+               " is a variable assignment, not a program; set the variable under \"env\"");
+  };
+  if (assignment(job.script)) refuse("script", job.script);
+  if (!job.task_prefix.empty() && assignment(job.task_prefix.front()))
+    refuse("task_prefix", job.task_prefix.front());
+  if (!job.python.empty() && assignment(job.python.front())) refuse("python", job.python.front());
+}
+
 }  // namespace
 
 void reject(const Job& job, const std::string& key, const std::string& message) {
@@ -159,6 +179,12 @@ std::vector<Error> check_job(const Job& job, const Profile& profile) {
   check_mail(job);
   check_launcher_keys(job);
   check_heal(job);
+  check_first_words(job);
+  // Lightning saves where its Trainer says and requeues itself: it needs no checkpoint.dir.
+  if (job.checkpoint && job.checkpoint->dir.empty() && job.launcher != Launcher::lightning)
+    reject(job, "checkpoint",
+           "\"checkpoint.dir\" is required (the directory the program saves to and resumes "
+           "from; only launcher lightning, which saves where its Trainer says, goes without)");
   if (job.script.starts_with("-"))
     reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
   if (job.container && job.container->image.starts_with("-"))

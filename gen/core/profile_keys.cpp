@@ -119,6 +119,13 @@ std::vector<std::string> decode_variables(const StrictReader& r, const YAML::Nod
       r.reject(node[i], key,
                "\"variables\": " + ddp::text::quote(names[i]) +
                    " is not a variable name (expected [A-Za-z_][A-Za-z0-9_]*)");
+    else if (std::any_of(names[i].begin(), names[i].end(),
+                         [](char c) { return c >= 'a' && c <= 'z'; }))
+      r.reject(node[i], key,
+               "\"variables\": " + ddp::text::quote(names[i]) +
+                   " has lower-case letters: a site's variables are environment variables, "
+                   "upper case ([A-Z_][A-Z0-9_]*); a script that reads a lower-case name it "
+                   "never sets fails shellcheck");
   return names;
 }
 

@@ -89,6 +89,47 @@ std::string sweep_variable(std::string_view parameter) {
   return out;
 }
 
+std::optional<std::string> reserved(std::string_view name) {
+  static const std::vector<std::string> rendezvous = {"RANK",
+                                                      "LOCAL_RANK",
+                                                      "WORLD_SIZE",
+                                                      "LOCAL_WORLD_SIZE",
+                                                      "NNODES",
+                                                      "NODE_RANK",
+                                                      "GROUP_RANK",
+                                                      "NPROC_PER_NODE",
+                                                      "PET_NNODES",
+                                                      "PET_NODE_RANK",
+                                                      "PET_NPROC_PER_NODE",
+                                                      "PET_MASTER_ADDR",
+                                                      "PET_MASTER_PORT",
+                                                      "DDP_HOSTS"};
+  static const std::vector<std::string> script = {"DDP_HOSTFILE", "DDP_CHECKPOINT_DIR",
+                                                  "DDP_REQUEUE_NOTICE", "DDP_TRAIN_STATUS"};
+  static const std::vector<std::string> bash = {
+      "IFS",    "SECONDS",    "BASH_ENV", "ENV",           "SHELLOPTS",      "BASHOPTS",
+      "CDPATH", "GLOBIGNORE", "PS4",      "BASH_XTRACEFD", "POSIXLY_CORRECT"};
+  const std::string n(name);
+  if (n == "MASTER_PORT")
+    return "MASTER_PORT is set for every task by the generated script (or srun --ddp); to "
+           "choose the port, set DDP_MASTER_PORT";
+  if (n == "MASTER_ADDR")
+    return "MASTER_ADDR is set for every task by the generated script (or srun --ddp) to the "
+           "first node of the step; it cannot be chosen";
+  if (contains(rendezvous, n))
+    return n +
+           " is set for every task by the generated script (or srun --ddp) from nodes and "
+           "procs_per_node";
+  if (contains(script, n) || n.starts_with("ddpgen_"))
+    return n + " is the generated script's own variable";
+  if (contains(slurm_job_variables(), n) || n.starts_with("SLURM_STEP_") || n == "SLURM_PROCID" ||
+      n == "SLURM_LOCALID" || n == "SLURM_NODEID" || n == "SLURM_NODELIST")
+    if (n != "USER" && n != "HOME")
+      return n + " is set by Slurm for the job, and the generated script relies on it";
+  if (contains(bash, n)) return n + " changes how bash runs the generated script";
+  return std::nullopt;
+}
+
 std::vector<std::string> names(std::string_view text) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < text.size(); ++i) {

@@ -20,6 +20,12 @@ const std::vector<std::string>& batch_launch_variables();
 // name's letters upper-cased ("lr" -> "SWEEP_LR").
 std::string sweep_variable(std::string_view parameter);
 
+// Returns why an env key may not be set by a job file or a profile, or nothing: the variables
+// the generated script and its tasks rely on (Slurm's job and step variables, the rendezvous
+// variables ddpgen or the plugin sets, the script's own DDP_* and ddpgen_* names, and bash's
+// variables that change how the script runs). The message names the fix where there is one.
+std::optional<std::string> reserved(std::string_view name);
+
 // Returns the names of text's ${NAME} references, in order (duplicates kept).
 std::vector<std::string> names(std::string_view text);
 

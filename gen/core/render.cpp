@@ -307,7 +307,12 @@ void set_launch(mu::data& d, const Plan& plan) {
   d.set("has_container", !plan.container_words.empty());
   d.set("container", words(plan.container_words));
   d.set("command", words(plan.command_words));
-  d.set("has_prefix", !plan.prefix_words.empty());
+  // task_prefix wraps the program: after the per-task setup, which it would otherwise receive
+  // as its arguments; accelerate's wrapper runs accelerate itself, so its prefix stays before.
+  const bool prefix = !plan.prefix_words.empty();
+  const bool after = plan.wrapped && plan.launcher != Launcher::accelerate;
+  d.set("prefix_before", prefix && !after);
+  d.set("prefix_after", prefix && after);
   d.set("prefix", words(plan.prefix_words));
   // The wrapper's code is single-quoted in the script; it is ddpgen's own text and never
   // contains a quote (checked in render()). Without the plugin, the task setup runs first,

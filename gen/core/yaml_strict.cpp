@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "gen/core/references.hpp"
 #include "gen/core/shell.hpp"
 #include "libddp/util/rules.hpp"
 #include "libddp/util/text.hpp"
@@ -137,6 +138,8 @@ std::vector<std::pair<std::string, std::string>> StrictReader::env_map(
                  " is not a variable name (expected [A-Za-z_][A-Za-z0-9_]*)");
     if (!seen.insert(key).second)
       reject(item.first, path, "duplicate variable " + ddp::text::quote(key));
+    if (auto why = refs::reserved(key))
+      reject(item.first, path, ddp::text::quote(path + "." + key) + " cannot be set: " + *why);
     out.emplace_back(key, string(item.second, path + "." + key));
   }
   return out;

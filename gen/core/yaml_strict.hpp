@@ -49,7 +49,8 @@ class StrictReader {
   long integer(const YAML::Node& node, const std::string& path, long min, long max) const;
   bool boolean(const YAML::Node& node, const std::string& path) const;
   std::vector<std::string> strings(const YAML::Node& node, const std::string& path) const;
-  // An ordered string -> string mapping; keys must be environment variable names.
+  // An ordered string -> string mapping; keys must be environment variable names, none that
+  // the generated script relies on (refs::reserved).
   std::vector<std::pair<std::string, std::string>> env_map(const YAML::Node& node,
                                                            const std::string& path) const;
   // A scalar that must be one of choices.

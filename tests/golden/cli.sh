@@ -6,6 +6,7 @@
 #     no temporary file, keeps the old file when it fails, replaces a symlink instead of
 #     writing through it, gives a new file the umask's mode and an old one its own mode, and
 #     writes into a device or pipe (/dev/stdout, /dev/full) instead of replacing it.
+#   - a job file that is a device or a FIFO is refused at once.
 set -euo pipefail
 ddpgen=$1
 case_dir=$(cd "$(dirname "$0")/local-srun" && pwd)
@@ -127,6 +128,21 @@ fi
 "$ddpgen" --profile local job.yaml -o dest 2>err && fail "-o onto a directory succeeded"
 [[ $(ls -A dest | tr '\n' ' ') == ".job.sbatch.ddpgen-tmp job.sbatch link.sbatch " ]] ||
   fail "left a temporary file: $(ls -A dest)"
+
+# A job file that is not a regular file: refused at once, never read without bound (/dev/zero)
+# nor waited on (a FIFO nobody writes).
+mkfifo job.fifo
+for input in /dev/zero job.fifo; do
+  status=0
+  timeout 20 "$ddpgen" --profile local "$input" >out 2>err || status=$?
+  if [[ $status -eq 124 ]]; then
+    fail "job file $input: still reading after 20 s"
+  elif [[ $status -eq 0 || -s out ]] ||
+    [[ $(cat err) != "ddpgen: error: $input: cannot read: not a regular file (a pipe, a device or a socket); give the path of a file" ]]; then
+    fail "job file $input: status $status, stderr: $(cat err)"
+  fi
+done
+rm job.fifo
 
 ((fails == 0)) && echo "cli: all checks passed"
 exit $((fails > 0))
