@@ -377,10 +377,11 @@ YAML
   [ "$state" = FAILED ]
   cl scontrol show job -o "$id" | grep -q 'ExitCode=3:0'
   # An env value may name the hostfile: the script writes it before the env and pre: lines,
-  # and removes it when the job ends.
+  # under a fresh name of mktemp's (never one another user could predict), and removes it when
+  # the job ends.
   local hostfile
   hostfile=$(sed -n "s/^pre: job $id hostfile \(.*\) 3\$/\1/p" "$work/job-$id.out")
-  [[ $hostfile == */ddpgen-hostfile.$id ]]
+  [[ $hostfile =~ /ddpgen-hostfile\.[A-Za-z0-9]{10}$ ]]
   [ ! -e "$hostfile" ]
   grep -Eqx "run $id addr=node01 port=(2[0-9]{4}|30[0-9]{3}) hosts=node01,node02,node03 world=6" \
     "$work/job-$id.out"

@@ -4,6 +4,7 @@
 // back differently from the Plan's, fails here in seconds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -151,11 +152,30 @@ void expect_script(const std::string& script, const Plan& plan) {
   if (auto w = training_watch(plan)) watches.push_back(*w);
   const auto check = preflight_check(plan);
   const auto check_lines = command_lines(script, "ddp-check", "||");
-  const auto watch_lines = command_lines(script, "ddp-watch", "--");
+  // ddp-watch around a step, and ddp-watch --heal-requeue RECORD (the requeue --heal-defer kept
+  // for after the post: lines), each parsed with ddp-watch's own table.
+  std::vector<std::vector<std::string>> watch_lines;
+  std::vector<std::vector<std::string>> requeue_lines;
+  for (auto& words : command_lines(script, "ddp-watch", "--")) {
+    if (words.empty() || !words.front().starts_with("--heal-requeue")) {
+      watch_lines.push_back(std::move(words));
+      continue;
+    }
+    words.erase(std::find(words.begin(), words.end(), "||"), words.end());
+    requeue_lines.push_back(std::move(words));
+  }
   ASSERT_EQ(check_lines.size(), check ? 1u : 0u);
   if (check) expect_check(check_lines.front(), *check);
   ASSERT_EQ(watch_lines.size(), watches.size());
   for (std::size_t i = 0; i < watches.size(); ++i) expect_watch(watch_lines[i], watches[i]);
+  const bool deferred = std::any_of(watches.begin(), watches.end(),
+                                    [](const WatchInvocation& w) { return w.heal_defer; });
+  EXPECT_EQ(!requeue_lines.empty(), deferred) << "--heal-requeue without --heal-defer, or not";
+  for (const auto& words : requeue_lines) {
+    auto parsed = ddp::watch::parse_options(words);
+    ASSERT_TRUE(parsed) << parsed.error().message;
+    EXPECT_EQ(parsed->heal_requeue, *training_watch(plan)->heal);
+  }
 }
 
 // Every case directory with an expected script, a job file and a profile.
