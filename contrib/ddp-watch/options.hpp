@@ -27,6 +27,8 @@ struct Options {
   std::string heal;          // --heal FILE: the record of earlier runs; "" = no healing
   long heal_max = 3;         // --heal-max N: requeues when healing
   bool heal_exclude = true;  // --heal-no-exclude: requeue, but on any nodes
+  long spares = 0;           // --spares K: K nodes of the job wait; a named node is replaced
+  long respawn_max = -1;     // --respawn-max M: respawns with --spares; -1 = the spares
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   std::string freeze_step;   // internal: on this node, stop (SIGSTOP) every process of JOB.STEP
