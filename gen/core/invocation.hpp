@@ -40,6 +40,8 @@ struct WatchInvocation {
   std::optional<std::string> heal;       // --heal: the record of the job's runs
   std::optional<long> heal_max;          // --heal-max
   bool heal_no_exclude = false;          // --heal-no-exclude
+  std::optional<long> spares;            // --spares: training only
+  std::optional<long> respawn_max;       // --respawn-max
 };
 
 // What ddp-check and ddp-watch get in the script of `plan`; nothing where it has no such step.

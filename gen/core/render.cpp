@@ -232,6 +232,8 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("requeue", requeue_data(plan));
   d.set("watchdog", watchdog_data(plan));
   d.set("heal", plan.heal.has_value());
+  d.set("spares",
+        plan.spares > 0 ? mu::data("count", std::to_string(plan.spares)) : mu::data(false));
 }
 
 // The preflight step: ddp-check's options, and ddp-watch's around it with heal.

@@ -166,8 +166,8 @@ TEST(Settings, JobIntegerRowsHoldTheReadersBounds) {
     ++checked;
   }
   // nodes, gpus_per_node, procs_per_node, checkpoint.signal_time, checkpoint.max_restarts,
-  // heal.max_requeues: a new integer row adds one.
-  EXPECT_EQ(checked, 6);
+  // heal.max_requeues, spares, heal.max_respawns: a new integer row adds one.
+  EXPECT_EQ(checked, 8);
 }
 
 TEST(Settings, JobSectionChecksRunAfterTheRows) {
