@@ -41,7 +41,7 @@ std::string head(const Suspect& s) {
 
 std::string seconds_text(double s) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
   return buf;
 }
 

@@ -61,10 +61,11 @@ std::vector<std::string> Respawner::next_command() {
   return command;
 }
 
-Respawner::Next Respawner::after(bool failed, const std::vector<Suspect>& suspects) {
+Respawner::Next Respawner::after(bool failed, const std::vector<Suspect>& suspects,
+                                 std::chrono::steady_clock::time_point ended) {
   heal_suspects_ = suspects;
   if (!active_ || state_.step.empty()) return Next::heal;
-  ended_ = std::chrono::steady_clock::now();
+  ended_ = ended;
   RespawnDecision d = decide_respawn(state_, failed, suspects, max_);
   switch (d.action) {
     case RespawnAction::none:

@@ -29,7 +29,9 @@ class Respawner {
     fail,     // the fault follows the job: no heal path, the failure stands
   };
   // After a step ended: decides, logs why it does not respawn when it does not.
-  Next after(bool failed, const std::vector<Suspect>& suspects);
+  // `ended`: when the step's srun exited, from which a respawn's time counts.
+  Next after(bool failed, const std::vector<Suspect>& suspects,
+             std::chrono::steady_clock::time_point ended);
   // The suspects for the heal path: every node named in this job's steps.
   const std::vector<Suspect>& heal_suspects() const { return heal_suspects_; }
   // The closing line, once the job's last step ended.

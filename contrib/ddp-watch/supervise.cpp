@@ -83,6 +83,7 @@ class Watch {
   Started helper_;         // the per-node stack helper (torchrun)
   Respawner& respawner_;
   bool respawn_ = false;
+  std::chrono::steady_clock::time_point ended_at_{};  // when the command was reaped
 };
 
 // Reads what is there and hands it to the core; at the end of the stream closes `fd` and sets
@@ -174,7 +175,10 @@ bool Watch::child_ended() {
   if (child_status_ >= 0) return true;
   int status = 0;
   pid_t done = waitpid(child_.pid, &status, WNOHANG);
-  if (done == child_.pid) child_status_ = status;
+  if (done == child_.pid) {
+    child_status_ = status;
+    ended_at_ = std::chrono::steady_clock::now();
+  }
   return child_status_ >= 0;
 }
 
@@ -223,7 +227,7 @@ int Watch::finish(const Outcome& o) {
     }
   }
   if (o.heal) {
-    const Respawner::Next next = respawner_.after(o.heal_failed, o.heal_suspects);
+    const Respawner::Next next = respawner_.after(o.heal_failed, o.heal_suspects, ended_at_);
     respawn_ = next == Respawner::Next::respawn;
     if (respawn_) return o.code;
     if (next == Respawner::Next::heal) heal_after(o_, o.heal_failed, respawner_.heal_suspects());

@@ -100,13 +100,13 @@ TEST(WatchRespawn, TheFaultFollowsTheJob) {
 
 TEST(WatchRespawn, Lines) {
   RespawnDone done{
-      {bus("node02")}, {"node01", "node02", "node03"}, {"node01", "node03", "node04"}, 2.345};
+      {bus("node02")}, {"node01", "node02", "node03"}, {"node01", "node03", "node04"}, 2.25};
   EXPECT_EQ(respawn_line(done, 1, 1),
             "respawn 1 of at most 1: node02 (hardware-signal): task 1 died of SIGBUS (srun: Bus "
-            "error); node[01-03] -> node[01,03-04] in 2.3 s");
+            "error); node[01-03] -> node[01,03-04] in 2.25 s");
   EXPECT_EQ(respawn_summary({}), "respawns: none");
   EXPECT_EQ(respawn_summary({done}),
-            "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] 2.3 s");
+            "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] 2.25 s");
 }
 
 TEST(WatchRespawn, OptionsRefuseWhatCannotWork) {
