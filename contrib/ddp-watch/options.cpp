@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <optional>
 
 #include "libddp/util/cli.hpp"
 #include "libddp/util/text.hpp"
@@ -80,6 +81,19 @@ constexpr Row k_table[] = {
       .arg = "FILE",
       .help = "carry out the requeue that --heal-defer kept in FILE, if any"},
      [](Options& o, const Value& v) { o.heal_requeue = std::string(v.text); }},
+    {{.name = "--spares",
+      .kind = cli::Kind::number,
+      .arg = "K",
+      .help = "with --heal: the step runs on all but K nodes of the job (srun --nodelist);\n"
+              "a node it names is replaced by a spare in a new step, no requeue",
+      .max = 1000},
+     [](Options& o, const Value& v) { o.spares = whole(v); }},
+    {{.name = "--respawn-max",
+      .kind = cli::Kind::number,
+      .arg = "M",
+      .help = "with --spares: new steps at most (default K); then --heal requeues",
+      .max = 1000},
+     [](Options& o, const Value& v) { o.respawn_max = whole(v); }},
     {{.name = "--keep-labels",
       .help = "keep srun's \"N: \" task labels in the forwarded output (COMMAND must\n"
               "be srun itself for its output to be labelled and attributed to ranks)"},
@@ -113,6 +127,23 @@ constexpr cli::Style k_style{.prefix = "ddp-watch: ",
                              .stop_at_operand = true,
                              .usage_width = 21};
 
+// Why --spares or --respawn-max cannot work as given, if they cannot.
+std::optional<std::string> respawn_refusal(const Options& o) {
+  if (o.spares == 0 && o.respawn_max >= 0) {
+    return "ddp-watch: --respawn-max needs --spares (the nodes a new step can take)";
+  }
+  if (o.spares == 0) return std::nullopt;
+  if (o.heal.empty()) {
+    return "ddp-watch: --spares needs --heal (the heal path names the nodes to replace)";
+  }
+  if (!is_srun(o.command)) {
+    return "ddp-watch: --spares needs the command to be srun, which takes the node list of "
+           "each step (not " +
+           quote(o.command.front()) + ")";
+  }
+  return std::nullopt;
+}
+
 // The options as a whole: what is required, what conflicts, the defaults that follow others.
 Result<Options> completed(Options o) {
   if (o.help || o.version || !o.dump_step.empty() || !o.freeze_step.empty() ||
@@ -129,6 +160,7 @@ Result<Options> completed(Options o) {
   if (o.command.empty()) {
     return fail("ddp-watch: no command to watch (ddp-watch --timeout 10m -- srun python train.py)");
   }
+  if (auto refused = respawn_refusal(o)) return fail(*refused);
   return o;
 }
 

@@ -28,6 +28,8 @@ struct Options {
   long heal_max = 3;         // --heal-max N: requeues when healing
   bool heal_exclude = true;  // --heal-no-exclude: requeue, but on any nodes
   bool heal_defer = false;   // --heal-defer: keep the requeue in the record for --heal-requeue
+  long spares = 0;           // --spares K: K nodes of the job wait; a named node is replaced
+  long respawn_max = -1;     // --respawn-max M: respawns with --spares; -1 = the spares
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   std::string freeze_step;   // internal: on this node, stop (SIGSTOP) every process of JOB.STEP

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "ddp-watch/heal_run.hpp"
+#include "ddp-watch/respawn_run.hpp"
 #include "ddp-watch/slurm.hpp"
 #include "ddp-watch/supervise_core.hpp"
 #include "libddp/sys/exec.hpp"
@@ -57,8 +58,11 @@ JobEnv job_env() {
 
 class Watch {
  public:
-  explicit Watch(const Options& o) : o_(o), core_(o, job_env()) {}
+  Watch(const Options& o, Respawner& respawner)
+      : o_(o), core_(o, job_env()), respawner_(respawner) {}
   int run();
+  // Whether a new step is to replace this one (--spares).
+  bool respawn() const { return respawn_; }
 
  private:
   void pump(int& fd, Stream stream);
@@ -78,6 +82,9 @@ class Watch {
   Started child_;
   int child_status_ = -1;  // its wait status, once it ended
   Started helper_;         // the per-node stack helper (torchrun)
+  Respawner& respawner_;
+  bool respawn_ = false;
+  std::chrono::steady_clock::time_point ended_at_{};  // when the command was reaped
 };
 
 // Reads what is there and hands it to the core; at the end of the stream closes `fd` and sets
@@ -182,7 +189,10 @@ bool Watch::child_ended() {
   if (child_status_ >= 0) return true;
   int status = 0;
   pid_t done = waitpid(child_.pid, &status, WNOHANG);
-  if (done == child_.pid) child_status_ = status;
+  if (done == child_.pid) {
+    child_status_ = status;
+    ended_at_ = std::chrono::steady_clock::now();
+  }
   return child_status_ >= 0;
 }
 
@@ -230,7 +240,13 @@ int Watch::finish(const Outcome& o) {
                " failed: the job ends here (is it requeueable?)");
     }
   }
-  if (o.heal) heal_after(o_, o.heal_failed, o.heal_suspects);
+  if (o.heal) {
+    const Respawner::Next next = respawner_.after(o.heal_failed, o.heal_suspects, ended_at_);
+    respawn_ = next == Respawner::Next::respawn;
+    if (respawn_) return o.code;
+    if (next == Respawner::Next::heal) heal_after(o_, o.heal_failed, respawner_.heal_suspects());
+    respawner_.summary();
+  }
   return o.code;
 }
 
@@ -262,7 +278,19 @@ int supervise(const Options& options) {
   struct sigaction sa {};
   sa.sa_handler = remember_signal;
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT}) sigaction(sig, &sa, nullptr);
-  return Watch(options).run();
+  Respawner respawner(options);
+  if (!respawner.refusal().empty()) {
+    announce(respawner.refusal());
+    return k_exit_usage;
+  }
+  // One Watch per step: a respawn starts the next on other nodes of the job.
+  for (;;) {
+    Options step = options;
+    step.command = respawner.next_command();
+    Watch watch(step, respawner);
+    const int code = watch.run();
+    if (!watch.respawn()) return code;
+  }
 }
 
 }  // namespace ddp::watch

@@ -73,6 +73,10 @@ std::optional<WatchInvocation> training_watch(const Plan& plan) {
   w.stacks = "ddp-watch-${SLURM_JOB_ID}.stacks";
   if (d.heartbeat) w.heartbeat = "ddp-heartbeat-${SLURM_JOB_ID}";
   if (plan.heal) set_heal(w, *plan.heal, !plan.post.empty());
+  if (plan.heal && plan.spares > 0) {
+    w.spares = plan.spares;
+    w.respawn_max = plan.heal->max_respawns;
+  }
   return w;
 }
 
@@ -94,6 +98,8 @@ std::vector<std::string> words(const WatchInvocation& w) {
   if (w.heal_max) out.push_back(literal("--heal-max", std::to_string(*w.heal_max)));
   if (w.heal_no_exclude) out.emplace_back("--heal-no-exclude");
   if (w.heal_defer) out.emplace_back("--heal-defer");
+  if (w.spares) out.push_back(literal("--spares", std::to_string(*w.spares)));
+  if (w.respawn_max) out.push_back(literal("--respawn-max", std::to_string(*w.respawn_max)));
   return out;
 }
 

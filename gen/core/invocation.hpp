@@ -41,6 +41,8 @@ struct WatchInvocation {
   std::optional<long> heal_max;          // --heal-max
   bool heal_no_exclude = false;          // --heal-no-exclude
   bool heal_defer = false;               // --heal-defer: the script's post: lines run first
+  std::optional<long> spares;            // --spares: training only
+  std::optional<long> respawn_max;       // --respawn-max
 };
 
 // What ddp-check and ddp-watch get in the script of `plan`; nothing where it has no such step.

@@ -160,6 +160,7 @@ const Table<Heal>& heal_table() {
   static const Table<Heal> table = {
       settings::boolean("exclude", &Heal::exclude),
       settings::integer("max_requeues", &Heal::max_requeues, 1, 100),
+      settings::integer("max_respawns", &Heal::max_respawns, 0, 1000),
   };
   return table;
 }
@@ -250,6 +251,7 @@ const Table<Job>& job_table() {
   static const Table<Job> table = {
       string("name", &Job::name),
       integer("nodes", &Job::nodes, 1, 100000),
+      integer("spares", &Job::spares, 0, 1000),
       integer("gpus_per_node", &Job::gpus_per_node, 0, 1024),
       integer("procs_per_node", &Job::procs_per_node, 1, 1024),
       required(time("time", &Job::time)),

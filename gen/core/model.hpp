@@ -65,8 +65,9 @@ struct Watchdog {
 // heal: exclude the nodes a failed preflight or training step names and requeue the job
 // (ddp-watch --heal), within max_requeues.
 struct Heal {
-  bool exclude = true;    // false: requeue as it is, without excluding the named nodes
-  long max_requeues = 3;  // ddp-watch --heal-max
+  bool exclude = true;               // false: requeue as it is, without excluding the named nodes
+  long max_requeues = 3;             // ddp-watch --heal-max
+  std::optional<long> max_respawns;  // ddp-watch --respawn-max; empty: the job's spares
 };
 
 // preflight: ddp-check as a step before training, with the training step's layout.
@@ -101,6 +102,7 @@ struct Sweep {
 struct Job {
   std::string name;
   long nodes = 1;
+  long spares = 0;  // nodes asked for beyond `nodes`, which replace a node that heal names
   std::optional<long> gpus_per_node;   // default: the chosen partition's GPUs per node
   std::optional<long> procs_per_node;  // default: gpus_per_node, or 1 when that is 0
   long time = 0;                       // seconds; required

@@ -28,9 +28,11 @@ std::vector<Problem> misfit(const Job& job, const Partition& p, const NodeSpec& 
     out.push_back({"gpus_per_node", "\"gpus_per_node\" is " + std::to_string(gpn) +
                                         ", but nodes of " + name + " have " +
                                         ddp::text::plural(node.gpus, "GPU")});
-  if (p.max_nodes > 0 && job.nodes > p.max_nodes)
+  if (p.max_nodes > 0 && job.nodes + job.spares > p.max_nodes)
     out.push_back({"nodes", name + " allows at most " + ddp::text::plural(p.max_nodes, "node") +
-                                " (max_nodes); the job asks for " + std::to_string(job.nodes)});
+                                " (max_nodes); the job asks for " +
+                                std::to_string(job.nodes + job.spares) +
+                                (job.spares > 0 ? " (with its spares)" : "")});
   if (job.nodes < p.min_nodes)
     out.push_back({"nodes", name + " needs at least " + ddp::text::plural(p.min_nodes, "node") +
                                 " (min_nodes); the job asks for " + std::to_string(job.nodes)});
@@ -175,7 +177,7 @@ void add_resources(Plan& plan, const Job& job, const Profile& profile, const Cho
   if (const std::string k = constraint(job, *c.partition); !k.empty())
     add_directive(plan, "--constraint=", k);
   if (!job.qos.empty()) add_directive(plan, "--qos=", job.qos);
-  add_directive(plan, "--nodes=", std::to_string(job.nodes));
+  add_directive(plan, "--nodes=", std::to_string(job.nodes + job.spares));
   add_directive(plan, "--ntasks-per-node=", std::to_string(tasks_per_node));
   plan.cpus_per_task = cpus_per_task(profile, c, tasks_per_node);
   if (plan.cpus_per_task)
@@ -319,6 +321,7 @@ Plan make_plan(const Job& job, const Profile& profile) {
   add_directives(plan, job, profile, c, tasks_per_node);
   if (job.watchdog) plan.watchdog = job.watchdog;
   plan.heal = job.heal;
+  plan.spares = job.spares;
   plan.fabric = profile.fabric;
   detail::add_launch(plan, job, profile, tasks_per_node);
   detail::add_runs(plan, job, profile);

@@ -53,7 +53,8 @@ struct Plan {
   std::optional<Requeue> requeue;
   std::optional<Preflight> preflight;  // ddp-check before training
   std::optional<Watchdog> watchdog;    // ddp-watch around the training step
-  std::optional<Heal> heal;            // ddp-watch --heal around the preflight and training steps
+  std::optional<Heal> heal;
+  long spares = 0;  // nodes beyond `nodes` in the allocation: the training step takes `nodes`            // ddp-watch --heal around the preflight and training steps
   std::string fabric;                  // the profile's fabric: ddp-check --fabric in the preflight
   std::string local_scratch;
   // Launch.

@@ -157,6 +157,32 @@ void check_first_words(const Job& job) {
   if (!job.python.empty() && assignment(job.python.front())) refuse("python", job.python.front());
 }
 
+// spares: the training step runs on some of the job's nodes, chosen by ddp-watch, which
+// starts a new step on a spare when the heal path names a node.
+void check_spares(const Job& job) {
+  if (job.spares == 0) {
+    if (job.heal && job.heal->max_respawns)
+      reject(job, "heal",
+             "\"heal.max_respawns\" needs \"spares\" (e.g. spares: 1): a respawn replaces a "
+             "named node by a spare node of the job");
+    return;
+  }
+  if (!job.heal)
+    reject(job, "spares",
+           "\"spares\" needs \"heal\" (e.g. heal: {max_requeues: 2}): ddp-watch --heal names "
+           "the node a spare replaces");
+  // launcher none (no step to move) never gets here: it refuses watchdog, which heal needs.
+  for (const std::string& option : job.srun) {
+    for (std::string_view taken : {"--nodes", "--nodelist", "--exclude", "-N", "-w", "-x"}) {
+      if (option == taken || option.starts_with(std::string(taken) + "=") ||
+          (taken.size() == 2 && option.starts_with(taken)))
+        reject(job, "srun",
+               ddp::text::quote(option) +
+                   ": with \"spares\", ddp-watch chooses the training step's nodes; drop it");
+    }
+  }
+}
+
 }  // namespace
 
 void reject(const Job& job, const std::string& key, const std::string& message) {
@@ -185,6 +211,7 @@ std::vector<Error> check_job(const Job& job, const Profile& profile) {
     reject(job, "checkpoint",
            "\"checkpoint.dir\" is required (the directory the program saves to and resumes "
            "from; only launcher lightning, which saves where its Trainer says, goes without)");
+  check_spares(job);
   if (job.script.starts_with("-"))
     reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
   if (job.container && job.container->image.starts_with("-"))

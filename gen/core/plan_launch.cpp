@@ -158,6 +158,12 @@ void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_p
   // and ddp-check bounds the step itself.
   if (plan.preflight) plan.preflight_words = s;
   s.push_back({"--kill-on-bad-exit=1", {}});
+  // spares: the training step takes `nodes` of the allocation; ddp-watch adds which. --ntasks
+  // too: srun reads the batch shell's SLURM_NTASKS, the tasks of every node of the job.
+  if (job.spares > 0) {
+    s.push_back({"--nodes=" + std::to_string(job.nodes), {}});
+    s.push_back({"--ntasks=" + std::to_string(job.nodes * tasks_per_node), {}});
+  }
   for (const auto& option : job.srun)
     if (option != "--kill-on-bad-exit=1") s.push_back({"", option});
   if (job.container) add_container(plan, job, profile);

@@ -275,6 +275,8 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("heal", plan.heal.has_value());
   d.set("sweep", sweep_data(plan));
   d.set("logs", logs_data(plan));
+  d.set("spares",
+        plan.spares > 0 ? mu::data("count", std::to_string(plan.spares)) : mu::data(false));
 }
 
 // The preflight step: ddp-check's options, and ddp-watch's around it with heal.

@@ -112,6 +112,8 @@ ddp::watch::Options watch_options(const WatchInvocation& w) {
   if (w.heal_max) o.heal_max = *w.heal_max;
   o.heal_exclude = !w.heal_no_exclude;
   o.heal_defer = w.heal_defer;
+  if (w.spares) o.spares = *w.spares;
+  if (w.respawn_max) o.respawn_max = *w.respawn_max;
   o.command = {"srun"};
   return o;
 }
@@ -142,6 +144,8 @@ void expect_watch(std::vector<std::string> args, const WatchInvocation& w) {
   EXPECT_EQ(parsed->heal, want.heal);
   EXPECT_EQ(parsed->heal_max, want.heal_max);
   EXPECT_EQ(parsed->heal_exclude, want.heal_exclude);
+  EXPECT_EQ(parsed->spares, want.spares);
+  EXPECT_EQ(parsed->respawn_max, want.respawn_max);
   EXPECT_TRUE(*parsed == want) << "ddp-watch reads an option the invocation does not say";
 }
 

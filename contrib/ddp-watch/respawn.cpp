@@ -1,0 +1,156 @@
+// The respawn decision: which nodes a new step runs on, or why the heal path takes over.
+#include "ddp-watch/respawn.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "libddp/core/hostlist.hpp"
+#include "libddp/util/text.hpp"
+
+namespace ddp::watch {
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// The suspects on the step's nodes, one per node (the first evidence wins).
+std::vector<Suspect> on_step(const std::vector<std::string>& step,
+                             const std::vector<Suspect>& suspects) {
+  std::vector<Suspect> out;
+  for (const Suspect& s : suspects) {
+    if (!contains(step, s.node)) continue;
+    if (std::any_of(out.begin(), out.end(), [&](const Suspect& o) { return o.node == s.node; }))
+      continue;
+    out.push_back(s);
+  }
+  return out;
+}
+
+// Every node named so far, then this step's, for the heal path's exclusions.
+std::vector<Suspect> all_named(const RespawnState& state, const std::vector<Suspect>& now) {
+  std::vector<Suspect> out;
+  for (const RespawnDone& d : state.done) out.insert(out.end(), d.named.begin(), d.named.end());
+  out.insert(out.end(), now.begin(), now.end());
+  return out;
+}
+
+std::string head(const Suspect& s) {
+  return s.node + " (" + std::string(fault_name(s.fault)) + ")";
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+// The earlier suspect whose fault came back on another node, and the new one; "" when none.
+std::string followed(const RespawnState& state, const std::vector<Suspect>& now) {
+  for (const Suspect& s : now) {
+    for (const RespawnDone& d : state.done) {
+      for (const Suspect& e : d.named) {
+        if (e.node == s.node || e.fault != s.fault || e.signature != s.signature) continue;
+        return std::string(fault_name(s.fault)) +
+               (s.signature.empty() ? "" : " at " + s.signature) + " on " + s.node + " as on " +
+               e.node + " before the respawn";
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> choose_nodes(const std::vector<std::string>& allocation,
+                                                     std::size_t count,
+                                                     const std::vector<std::string>& avoid) {
+  std::vector<std::string> out;
+  for (const std::string& node : allocation) {
+    if (out.size() == count) break;
+    if (!contains(avoid, node) && !contains(out, node)) out.push_back(node);
+  }
+  if (out.size() < count) return std::nullopt;
+  return out;
+}
+
+std::optional<std::vector<std::string>> first_step_nodes(const std::vector<std::string>& allocation,
+                                                         unsigned spares, std::string& why) {
+  if (allocation.size() <= spares) {
+    why = "the job has " + text::plural(allocation.size(), "node") + ", not more than " +
+          std::to_string(spares) + " spare(s) (--spares " + std::to_string(spares) + ")";
+    return std::nullopt;
+  }
+  return choose_nodes(allocation, allocation.size() - spares, {});
+}
+
+RespawnDecision decide_respawn(const RespawnState& state, bool failed,
+                               const std::vector<Suspect>& suspects, unsigned max_respawns) {
+  RespawnDecision d;
+  if (!failed) return d;
+  const std::vector<Suspect> now = on_step(state.step, suspects);
+  d.named = all_named(state, now);
+  d.action = RespawnAction::fall_back;
+  if (now.empty()) {
+    d.why = "no node of the step was named";
+    return d;
+  }
+  if (now.size() >= state.step.size()) {
+    d.why = "every node of the step was named";
+    return d;
+  }
+  if (const std::string why = followed(state, now); !why.empty()) {
+    d.action = RespawnAction::fail;
+    d.why = "the fault follows the job: " + why +
+            "; it is the program's or its input's, not a node's: not respawning, not requeueing";
+    return d;
+  }
+  if (state.done.size() >= max_respawns) {
+    d.why = "respawned " + std::to_string(state.done.size()) + " time(s), the cap (" +
+            "heal.max_respawns: " + std::to_string(max_respawns) + ")";
+    return d;
+  }
+  std::vector<std::string> avoid;
+  for (const Suspect& s : d.named) avoid.push_back(s.node);
+  // The step's healthy nodes first, in their order, then the spares in the allocation's.
+  std::vector<std::string> order;
+  for (const std::string& n : state.step) order.push_back(n);
+  for (const std::string& n : state.allocation) order.push_back(n);
+  auto nodes = choose_nodes(order, state.step.size(), avoid);
+  if (!nodes) {
+    d.why = "no spare node left (" + format_hostlist(avoid) + " named of " +
+            format_hostlist(state.allocation) + ")";
+    return d;
+  }
+  std::sort(nodes->begin(), nodes->end(), [&](const std::string& a, const std::string& b) {
+    return std::find(state.allocation.begin(), state.allocation.end(), a) <
+           std::find(state.allocation.begin(), state.allocation.end(), b);
+  });
+  d.action = RespawnAction::respawn;
+  d.nodes = std::move(*nodes);
+  d.named = now;
+  return d;
+}
+
+std::string respawn_line(const RespawnDone& done, std::size_t number, unsigned max_respawns) {
+  std::vector<std::string> named;
+  for (const Suspect& s : done.named) named.push_back(head(s) + ": " + s.evidence);
+  return "respawn " + std::to_string(number) + " of at most " + std::to_string(max_respawns) +
+         ": " + text::join(named, "; ") + "; " + format_hostlist(done.from) + " -> " +
+         format_hostlist(done.to) + " in " + seconds_text(done.seconds);
+}
+
+std::string respawn_summary(const std::vector<RespawnDone>& done) {
+  if (done.empty()) return "respawns: none";
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    std::vector<std::string> named;
+    for (const Suspect& s : done[i].named) named.push_back(head(s));
+    parts.push_back(std::to_string(i + 1) + ": " + text::join(named, ", ") + " " +
+                    format_hostlist(done[i].from) + " -> " + format_hostlist(done[i].to) + " " +
+                    seconds_text(done[i].seconds));
+  }
+  return "respawns: " + text::join(parts, "; ");
+}
+
+}  // namespace ddp::watch

@@ -1,0 +1,92 @@
+#include "ddp-watch/respawn_run.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "libddp/core/hostlist.hpp"
+
+namespace ddp::watch {
+namespace {
+
+void say(const std::string& text) {
+  std::string line = "ddp-watch: respawn: " + text + "\n";
+  (void)!write(STDERR_FILENO, line.data(), line.size());
+}
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+std::vector<std::string> job_nodes() {
+  auto hosts = Hostlist::parse(env_or("SLURM_JOB_NODELIST", env_or("SLURM_NODELIST", "")));
+  if (!hosts || hosts->size() > 100'000) return {};
+  return hosts->expand();
+}
+
+}  // namespace
+
+Respawner::Respawner(const Options& options) : options_(options) {
+  if (options.spares <= 0) return;
+  active_ = true;
+  const auto spares = static_cast<unsigned>(options.spares);
+  max_ = options.respawn_max >= 0 ? static_cast<unsigned>(options.respawn_max) : spares;
+  state_.allocation = job_nodes();
+  std::string why;
+  auto first = first_step_nodes(state_.allocation, spares, why);
+  if (!first) {
+    refusal_ = state_.allocation.empty() ? "--spares needs a Slurm job (SLURM_JOB_NODELIST)" : why;
+    return;
+  }
+  pending_ = *first;
+}
+
+std::vector<std::string> Respawner::next_command() {
+  std::vector<std::string> command = options_.command;
+  if (!active_ || pending_.empty()) return command;
+  if (!state_.step.empty()) {
+    RespawnDone done{
+        pending_named_, state_.step, pending_,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - ended_).count()};
+    state_.done.push_back(done);
+    say(respawn_line(done, state_.done.size(), max_));
+    // The program's notice that it runs again in the same job (it resumes from its checkpoint
+    // as after a requeue).
+    setenv("DDP_RESPAWN_COUNT", std::to_string(state_.done.size()).c_str(), 1);
+  }
+  state_.step = pending_;
+  command.insert(command.begin() + 1, "--nodelist=" + format_hostlist(pending_));
+  pending_.clear();
+  return command;
+}
+
+Respawner::Next Respawner::after(bool failed, const std::vector<Suspect>& suspects,
+                                 std::chrono::steady_clock::time_point ended) {
+  heal_suspects_ = suspects;
+  if (!active_ || state_.step.empty()) return Next::heal;
+  ended_ = ended;
+  RespawnDecision d = decide_respawn(state_, failed, suspects, max_);
+  switch (d.action) {
+    case RespawnAction::none:
+      return Next::heal;
+    case RespawnAction::respawn:
+      pending_ = d.nodes;
+      pending_named_ = d.named;
+      return Next::respawn;
+    case RespawnAction::fall_back:
+      heal_suspects_ = d.named;
+      say("not respawning: " + d.why + "; the heal path takes over");
+      return Next::heal;
+    case RespawnAction::fail:
+      say(d.why);
+      return Next::fail;
+  }
+  return Next::heal;
+}
+
+void Respawner::summary() const {
+  if (active_) say(respawn_summary(state_.done));
+}
+
+}  // namespace ddp::watch

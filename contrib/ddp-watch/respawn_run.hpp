@@ -1,0 +1,52 @@
+// The edge of respawning (ddp-watch --spares): reads the job's nodes, gives each step its node
+// list, decides after a step with respawn.hpp, logs, and keeps the respawns for the summary.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "ddp-watch/options.hpp"
+#include "ddp-watch/respawn.hpp"
+
+namespace ddp::watch {
+
+class Respawner {
+ public:
+  // Inactive without --spares.
+  explicit Respawner(const Options& options);
+
+  bool active() const { return active_; }
+  // Why the step cannot start (the allocation has no room for the spares); "" when it can.
+  const std::string& refusal() const { return refusal_; }
+  // The command of the next step: srun with --nodelist=NODES right after it. Prints the line
+  // of a respawn when this step is one, with the time since the failed step ended.
+  std::vector<std::string> next_command();
+
+  enum class Next {
+    heal,     // hand heal_suspects() to the heal path (nothing failed, or a fall-back)
+    respawn,  // start next_command() in place of the heal path
+    fail,     // the fault follows the job: no heal path, the failure stands
+  };
+  // After a step ended: decides, logs why it does not respawn when it does not.
+  // `ended`: when the step's srun exited, from which a respawn's time counts.
+  Next after(bool failed, const std::vector<Suspect>& suspects,
+             std::chrono::steady_clock::time_point ended);
+  // The suspects for the heal path: every node named in this job's steps.
+  const std::vector<Suspect>& heal_suspects() const { return heal_suspects_; }
+  // The closing line, once the job's last step ended.
+  void summary() const;
+
+ private:
+  const Options& options_;
+  bool active_ = false;
+  std::string refusal_;
+  RespawnState state_;
+  unsigned max_ = 0;
+  std::vector<Suspect> heal_suspects_;
+  std::vector<std::string> pending_;  // the nodes of the respawn to start, if one is due
+  std::vector<Suspect> pending_named_;
+  std::chrono::steady_clock::time_point ended_{};
+};
+
+}  // namespace ddp::watch

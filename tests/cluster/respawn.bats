@@ -1,0 +1,203 @@
+#!/usr/bin/env bats
+# Respawn in the allocation on the embedded cluster: 4 nodes, a job ddpgen renders with
+# `nodes: 3, spares: 1` and `heal:`, the example autoencoder with a checkpoint per epoch. A
+# fault is injected on node02 and the test reads what ddp-watch and Slurm did:
+#   - a rank on node02 dies of SIGBUS at epoch 2: one verdict names node02, ddp-watch starts a
+#     new training step on node[01,03-04] in the same job, which resumes from the checkpoint;
+#     no requeue (Restarts=0), the job COMPLETED;
+#   - the same with `spares: 0`: the heal path excludes node02 and requeues, as before;
+#   - a program whose rank 1 dies of SIGBUS wherever it runs: one respawn, then ddp-watch says
+#     the fault follows the job and the job fails, not requeued.
+# The cluster of the ctest fixture has 3 nodes; setup_file starts it again with 4 (same Slurm,
+# same plugin) and teardown_file puts 3 back.
+#
+# Needs: the cluster with the plugin, Debian's python3-torch, ddpgen, ddp-check and ddp-watch
+# ($DDP_CHECK_BIN, $DDP_WATCH_BIN, else the build's). Missing ones skip, visibly.
+
+bats_require_minimum_version 1.5.0
+load lib
+
+k_example=$REPO/contrib/examples/autoencoder.py
+k_job_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# cluster_restart NODES LOG: as in heal.bats.
+cluster_restart() {
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done
+           exec "$@"' restart "$CLUSTER" up --nodes "$1" \
+    ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" \
+    </dev/null >"$2" 2>&1
+}
+
+setup_file() {
+  export RESPAWN_RESTORE_NODES=""
+  "$CLUSTER" status >/dev/null 2>&1 || return 0
+  local nodes
+  nodes=$(cat "$DDP_CLUSTER_DIR/nodes" 2>/dev/null || echo 3)
+  ((nodes < 4)) || return 0
+  [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || return 0
+  cp "$DDP_CLUSTER_DIR/lib/spank_ddp.so" "$BATS_FILE_TMPDIR/spank_ddp.so"
+  RESPAWN_RESTORE_NODES=$nodes
+  cluster_restart 4 "$BATS_FILE_TMPDIR/up4.log"
+}
+
+teardown_file() {
+  [[ -n ${RESPAWN_RESTORE_NODES:-} ]] || return 0
+  cluster_restart "$RESPAWN_RESTORE_NODES" "$BATS_FILE_TMPDIR/up3.log"
+}
+
+setup() {
+  skip_unless_cluster
+  [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || skip "the cluster runs without the plugin"
+  (($(cat "$DDP_CLUSTER_DIR/nodes") >= 4)) || skip "the cluster has fewer than 4 nodes"
+  need_torch
+  need_ddpgen
+  watch_bin=${DDP_WATCH_BIN:-$REPO/build/contrib/ddp-watch/ddp-watch}
+  check_bin=${DDP_CHECK_BIN:-$REPO/build/contrib/ddp-check/ddp-check}
+  [[ -x $watch_bin ]] || skip "ddp-watch not built (cmake --build build) and DDP_WATCH_BIN unset"
+  [[ -x $check_bin ]] || skip "ddp-check not built (cmake --build build) and DDP_CHECK_BIN unset"
+  work=$(mktemp -d /tmp/ddp-respawn.XXXXXX)
+  mkdir "$work/bin"
+  ln -s "$check_bin" "$work/bin/ddp-check"
+  ln -s "$watch_bin" "$work/bin/ddp-watch"
+}
+
+teardown() {
+  [[ -n ${job:-} ]] && cl scancel "$job" 2>/dev/null
+  [[ -n ${work:-} ]] && rm -rf "$work"
+}
+
+# The network namespace of cluster node $1 (cluster.sh's names).
+netns() {
+  if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
+}
+
+# submit SPARES SCRIPT ARGS: renders a 3-node job with SPARES spares, the preflight, the
+# watchdog and heal, one rank per node, a checkpoint per epoch, and submits it. Sets $job.
+submit() {
+  local spares=$1 script=$2 args=$3
+  cat >"$work/job.yaml" <<JOB
+name: respawn
+nodes: 3
+spares: $spares
+procs_per_node: 1
+time: "00:05:00"
+launcher: srun
+python: /usr/bin/python3
+script: $script
+args: $args
+env: {OMP_NUM_THREADS: "1"}
+output: $work/job.out
+pre: 'echo "run \${SLURM_RESTART_COUNT:-0} on \$SLURM_JOB_NODELIST"'
+checkpoint: {dir: $work/ckpt}
+preflight: {timeout: 30s}
+watchdog: {timeout: 60s, grace: 5s}
+heal: {max_requeues: 2}
+JOB
+  # The local profile's partition holds 3 nodes; this cluster has 4.
+  cat >"$work/site.yaml" <<'SITE'
+extends: local
+partitions:
+  replace:
+    - {name: debug, max_nodes: 4, max_time: "1:00:00"}
+SITE
+  "$DDPGEN" --profile "$work/site.yaml" "$work/job.yaml" -o "$work/job.slurm"
+  job=$(cd "$work" && cl env PATH="$work/bin:$k_job_path" sbatch --parsable job.slurm)
+}
+
+# bus_on NODE LINE: once the job's output has LINE, SIGBUS to the training process on NODE (a
+# process in that node's network namespace, of this test's job: its checkpoint dir is $work's).
+bus_on() {
+  local deadline=$((SECONDS + 180)) pid
+  until grep -qx "$2" "$work/job.out" 2>/dev/null; do
+    ((SECONDS < deadline)) || { echo "no line \"$2\" in 180 s" >&2; return 1; }
+    sleep 0.2
+  done
+  for pid in $(pgrep -f "python3 $k_example"); do
+    [[ $(ip netns identify "$pid" 2>/dev/null) == "$(netns "$1")" ]] || continue
+    grep -qz "^DDP_CHECKPOINT_DIR=$work/ckpt$" "/proc/$pid/environ" 2>/dev/null || continue
+    kill -BUS "$pid"
+    echo "SIGBUS to $pid on $1"
+    return 0
+  done
+  echo "no training process on $1" >&2
+  return 1
+}
+
+# respawn_time: the time the respawn line gives ("0.04 s"), for the summary's.
+respawn_time() {
+  sed -nE 's/^ddp-watch: respawn: respawn 1 of .* in ([0-9.]+ s)$/\1/p' "$work/job.out"
+}
+
+# ended STATE: waits for $job to end, shows its output, checks the final state.
+ended() {
+  local state
+  state=$(wait_job_end "$job" 300)
+  cut -c1-300 "$work/job.out" | grep -v '^step '
+  echo "job $job ended $state"
+  [ "$state" = "$1" ]
+}
+
+# field NAME: the job's NAME= field (Restarts, ExcNodeList).
+field() {
+  cl scontrol show job -o "$job" | grep -oE "(^| )$1=[^ ]*" | cut -d= -f2
+}
+
+@test "a rank on node02 dies of SIGBUS: a new step on a spare, same job, no requeue" {
+  submit 1 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
+  grep -qx "#SBATCH --nodes=4" "$work/job.slurm"
+  bus_on node02 "epoch 2/6 loss .*" || { ended COMPLETED; false; }
+  ended COMPLETED
+  [ "$(field Restarts)" = 0 ]
+  grep -qx "run 0 on node\[01-04\]" "$work/job.out"
+  [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
+  # The preflight proved all four nodes, the spare included.
+  grep -qE "^ddp-check: OK: 4 ranks on 4 nodes reached " "$work/job.out"
+  # One verdict, naming node02; one respawn onto the spare.
+  [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): task 1 died of SIGBUS \(srun: .*\); node\[01-03\] -> node\[01,03-04\] in [0-9]+\.[0-9]+ s$" "$work/job.out"
+  [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
+  # Two starts of 3 ranks, the second resumed from the checkpoint, every epoch printed once.
+  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 2 ]
+  grep -qE "^resumed from epoch [23]$" "$work/job.out"
+  for e in 1 2 3 4 5 6; do
+    [ "$(grep -c "^epoch $e/6 loss " "$work/job.out")" -eq 1 ]
+  done
+  grep -qx "weights identical on 3 ranks" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] $(respawn_time)" ]
+}
+
+@test "spares: 0: the same fault falls back to exclude-and-requeue" {
+  submit 0 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
+  grep -qx "#SBATCH --nodes=3" "$work/job.slurm"
+  bus_on node02 "epoch 2/6 loss .*" || { ended COMPLETED; false; }
+  ended COMPLETED
+  [ "$(field Restarts)" = 1 ]
+  [ "$(field ExcNodeList)" = node02 ]
+  [ "$(grep -c "^ddp-watch: respawn: " "$work/job.out")" -eq 0 ]
+  grep -qx "ddp-watch: heal: requeueing: restart 1 of at most 2 without node02" "$work/job.out"
+  grep -qx "run 1 on node\[01,03-04\]" "$work/job.out"
+  grep -qx "weights identical on 3 ranks" "$work/job.out"
+}
+
+@test "a program whose rank 1 dies of SIGBUS on any node: one respawn, then the job fails" {
+  cat >"$work/bus.py" <<'EOF2'
+import os, signal, time
+if os.environ["RANK"] == "1":
+    print(f"rank 1 on {os.environ['SLURMD_NODENAME']}", flush=True)
+    time.sleep(1)
+    signal.signal(signal.SIGBUS, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGBUS)
+time.sleep(60)
+EOF2
+  submit 1 "$work/bus.py" '[]'
+  ended FAILED
+  [ "$(field Restarts)" = 0 ]
+  grep -qx "rank 1 on node02" "$work/job.out"
+  grep -qx "rank 1 on node03" "$work/job.out"
+  [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): .*; node\[01-03\] -> node\[01,03-04\] in [0-9.]+ s$" "$work/job.out"
+  grep -qx "ddp-watch: respawn: the fault follows the job: hardware-signal on node03 as on node02 before the respawn; it is the program's or its input's, not a node's: not respawning, not requeueing" "$work/job.out"
+  [ "$(grep -c "requeueing:" "$work/job.out")" -eq 0 ]
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] $(respawn_time)" ]
+}

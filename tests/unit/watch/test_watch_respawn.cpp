@@ -1,0 +1,129 @@
+// The respawn decision: the new step's nodes, the fall-back to the heal path, the cap, and the
+// fault that follows the job to new nodes.
+#include <gtest/gtest.h>
+
+#include "ddp-watch/options.hpp"
+#include "ddp-watch/respawn.hpp"
+
+using namespace ddp::watch;
+
+namespace {
+
+using Nodes = std::vector<std::string>;
+
+const Nodes k_alloc = {"node01", "node02", "node03", "node04"};
+
+Suspect bus(const std::string& node) {
+  return {node, ddp::Fault::hardware_signal, "task 1 died of SIGBUS (srun: Bus error)", ""};
+}
+Suspect hang(const std::string& node, const std::string& where) {
+  return {node, ddp::Fault::hang, "rank 1 at " + where, where};
+}
+
+RespawnState first_step() {
+  return {k_alloc, {"node01", "node02", "node03"}, {}};
+}
+
+}  // namespace
+
+TEST(WatchRespawn, ChooseNodes) {
+  EXPECT_EQ(choose_nodes(k_alloc, 3, {}), (Nodes{"node01", "node02", "node03"}));
+  EXPECT_EQ(choose_nodes(k_alloc, 3, {"node02"}), (Nodes{"node01", "node03", "node04"}));
+  EXPECT_EQ(choose_nodes(k_alloc, 3, {"node01", "node04"}), std::nullopt);
+  std::string why;
+  EXPECT_EQ(first_step_nodes(k_alloc, 1, why), (Nodes{"node01", "node02", "node03"}));
+  EXPECT_EQ(first_step_nodes({"node01"}, 1, why), std::nullopt);
+  EXPECT_EQ(why, "the job has 1 node, not more than 1 spare(s) (--spares 1)");
+}
+
+TEST(WatchRespawn, ANamedNodeIsReplacedByASpare) {
+  RespawnDecision d = decide_respawn(first_step(), true, {bus("node02"), bus("node02")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node01", "node03", "node04"}));
+  ASSERT_EQ(d.named.size(), 1u);
+  EXPECT_EQ(d.named[0].node, "node02");
+  // The spare takes the named node's place in the allocation's order.
+  d = decide_respawn(first_step(), true, {bus("node01")}, 1);
+  EXPECT_EQ(d.nodes, (Nodes{"node02", "node03", "node04"}));
+}
+
+TEST(WatchRespawn, NothingToDoOrTheHealPathDecides) {
+  EXPECT_EQ(decide_respawn(first_step(), false, {bus("node02")}, 1).action, RespawnAction::none);
+  RespawnDecision d = decide_respawn(first_step(), true, {}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "no node of the step was named");
+  // The spare is not the step's: a suspect on it is not acted on here.
+  d = decide_respawn(first_step(), true, {bus("node04")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  d = decide_respawn(first_step(), true, {bus("node01"), bus("node02"), bus("node03")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "every node of the step was named");
+  // No respawn allowed (heal.max_respawns: 0).
+  d = decide_respawn(first_step(), true, {bus("node02")}, 0);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "respawned 0 time(s), the cap (heal.max_respawns: 0)");
+}
+
+TEST(WatchRespawn, SparesRunOutThenTheHealPathExcludesEveryNamedNode) {
+  RespawnState s = {k_alloc, {"node01", "node03", "node04"}, {}};
+  s.done.push_back({{bus("node02")}, {"node01", "node02", "node03"}, s.step, 2.0});
+  RespawnDecision d = decide_respawn(s, true, {hang("node03", "x.py:3 in f")}, 2);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "no spare node left (node[02-03] named of node[01-04])");
+  ASSERT_EQ(d.named.size(), 2u);
+  EXPECT_EQ(d.named[0].node, "node02");
+  EXPECT_EQ(d.named[1].node, "node03");
+  d = decide_respawn(s, true, {hang("node03", "x.py:3 in f")}, 1);
+  EXPECT_EQ(d.why, "respawned 1 time(s), the cap (heal.max_respawns: 1)");
+}
+
+TEST(WatchRespawn, TheFaultFollowsTheJob) {
+  RespawnState s = {k_alloc, {"node01", "node03", "node04"}, {}};
+  s.done.push_back({{hang("node02", "x.py:3 in f")}, {"node01", "node02", "node03"}, s.step, 2});
+  RespawnDecision d = decide_respawn(s, true, {hang("node03", "x.py:3 in f")}, 5);
+  EXPECT_EQ(d.action, RespawnAction::fail);
+  EXPECT_EQ(d.why,
+            "the fault follows the job: hang at x.py:3 in f on node03 as on node02 before the "
+            "respawn; it is the program's or its input's, not a node's: not respawning, not "
+            "requeueing");
+  // Elsewhere in the program: another fault, which a spare may heal.
+  RespawnState big = s;
+  big.allocation.push_back("node05");
+  d = decide_respawn(big, true, {hang("node03", "y.py:9 in g")}, 5);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node01", "node04", "node05"}));
+  // A SIGBUS on the spare after one on node02: the same fault again.
+  s.done[0].named = {bus("node02")};
+  d = decide_respawn(s, true, {bus("node04")}, 5);
+  EXPECT_EQ(d.action, RespawnAction::fail);
+}
+
+TEST(WatchRespawn, Lines) {
+  RespawnDone done{
+      {bus("node02")}, {"node01", "node02", "node03"}, {"node01", "node03", "node04"}, 2.25};
+  EXPECT_EQ(respawn_line(done, 1, 1),
+            "respawn 1 of at most 1: node02 (hardware-signal): task 1 died of SIGBUS (srun: Bus "
+            "error); node[01-03] -> node[01,03-04] in 2.25 s");
+  EXPECT_EQ(respawn_summary({}), "respawns: none");
+  EXPECT_EQ(respawn_summary({done}),
+            "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] 2.25 s");
+}
+
+TEST(WatchRespawn, OptionsRefuseWhatCannotWork) {
+  auto parse = [](std::vector<std::string> args) { return parse_options(args); };
+  auto o = parse({"--timeout=60", "--heal=r", "--spares=1", "--", "srun", "python3", "t.py"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->spares, 1);
+  EXPECT_EQ(o->respawn_max, -1);
+  o = parse({"--timeout=60", "--spares=1", "--", "srun", "python3"});
+  ASSERT_FALSE(o);
+  EXPECT_EQ(o.error().message,
+            "ddp-watch: --spares needs --heal (the heal path names the nodes to replace)");
+  o = parse({"--timeout=60", "--heal=r", "--spares=1", "--", "python3", "t.py"});
+  ASSERT_FALSE(o);
+  EXPECT_EQ(o.error().message,
+            "ddp-watch: --spares needs the command to be srun, which takes the node list of "
+            "each step (not \"python3\")");
+  o = parse({"--timeout=60", "--heal=r", "--respawn-max=1", "--", "srun", "x"});
+  ASSERT_FALSE(o);
+}
