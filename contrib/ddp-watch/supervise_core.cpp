@@ -24,14 +24,16 @@ OutputMode output_mode(const Options& o, const JobEnv& env) {
   return m;
 }
 
-// The stack helper: one task per node of the step (--ntasks overrides the batch shell's
-// SLURM_NTASKS), running this program with `what` for the step.
+// The stack helper: one task per node of the step (--nodes and --ntasks override the batch
+// shell's SLURM_NNODES and SLURM_NTASKS, which count every node of the job: spares included,
+// srun would warn that it cannot run the tasks on them), running this program with `what`.
 std::vector<std::string> helper_argv(const std::string& job, const StepRow& step, std::size_t nodes,
                                      const std::string& self, const char* what) {
   return {"srun",
           "--overlap",
           "--jobid=" + job,
           "--nodelist=" + step.nodes,
+          "--nodes=" + std::to_string(nodes),
           "--ntasks=" + std::to_string(nodes),
           "--ntasks-per-node=1",
           "--kill-on-bad-exit=0",

@@ -7,7 +7,9 @@
 #     no requeue (Restarts=0), the job COMPLETED;
 #   - the same with `spares: 0`: the heal path excludes node02 and requeues, as before;
 #   - a program whose rank 1 dies of SIGBUS wherever it runs: one respawn, then ddp-watch says
-#     the fault follows the job and the job fails, not requeued.
+#     the fault follows the job and the job fails, not requeued;
+#   - the ranks on node02 hang (the watchdog's stall path, srun tasks and torchrun): the culprit
+#     of the stall is node02, a new step on the spare finishes the job.
 # The cluster of the ctest fixture has 3 nodes; setup_file starts it again with 4 (same Slurm,
 # same plugin) and teardown_file puts 3 back.
 #
@@ -72,17 +74,18 @@ netns() {
   if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
 }
 
-# submit SPARES SCRIPT ARGS: renders a 3-node job with SPARES spares, the preflight, the
-# watchdog and heal, one rank per node, a checkpoint per epoch, and submits it. Sets $job.
+# submit SPARES SCRIPT ARGS [LAUNCHER [STALL]]: renders a 3-node job with SPARES spares, the
+# preflight, the watchdog (a stall after STALL, default 60s) and heal, one rank per node through
+# LAUNCHER (default srun), a checkpoint per epoch, and submits it. Sets $job.
 submit() {
-  local spares=$1 script=$2 args=$3
+  local spares=$1 script=$2 args=$3 launcher=${4:-srun} stall=${5:-60s}
   cat >"$work/job.yaml" <<JOB
 name: respawn
 nodes: 3
 spares: $spares
 procs_per_node: 1
 time: "00:05:00"
-launcher: srun
+launcher: $launcher
 python: /usr/bin/python3
 script: $script
 args: $args
@@ -91,7 +94,7 @@ output: $work/job.out
 pre: 'echo "run \${SLURM_RESTART_COUNT:-0} on \$SLURM_JOB_NODELIST"'
 checkpoint: {dir: $work/ckpt}
 preflight: {timeout: 30s}
-watchdog: {timeout: 60s, grace: 5s}
+watchdog: {timeout: $stall, grace: 5s}
 heal: {max_requeues: 2}
 JOB
   # The local profile's partition holds 3 nodes; this cluster has 4.
@@ -200,4 +203,31 @@ EOF2
   grep -qx "ddp-watch: respawn: the fault follows the job: hardware-signal on node03 as on node02 before the respawn; it is the program's or its input's, not a node's: not respawning, not requeueing" "$work/job.out"
   [ "$(grep -c "requeueing:" "$work/job.out")" -eq 0 ]
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] $(respawn_time)" ]
+}
+
+# hang_respawned: the job whose ranks on node02 hung in its first step finished on a spare:
+# one respawn naming node02 for the hang, no requeue, every step done by 3 ranks.
+hang_respawned() {
+  ended COMPLETED
+  [ "$(field Restarts)" = 0 ]
+  [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
+  [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hang\): .*stall\.py:[0-9]+.*; node\[01-03\] -> node\[01,03-04\] in [0-9]+\.[0-9]+ s$" "$work/job.out"
+  [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
+  # torchrun's workers' lines come with its [default0]: prefix.
+  grep -qxE "(\[default0\]:)?done 8 steps world 3" "$work/job.out"
+  # Every srun of the job, ddp-watch's stack helper included, was told its nodes and tasks.
+  [ "$(grep -c "^srun: Warning" "$work/job.out")" -eq 0 ]
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hang) node[01-03] -> node[01,03-04] $(respawn_time)" ]
+}
+
+@test "the ranks on node02 hang: the stall's culprit is replaced by a spare, same job" {
+  submit 1 "$REPO/tests/cluster/stall.py" '[--steps, "8", --at-step, "3", --hang-node, node02]' srun 10s
+  hang_respawned
+}
+
+@test "torchrun: the worker on node02 hangs: a new step on a spare, same job" {
+  submit 1 "$REPO/tests/cluster/stall.py" '[--steps, "8", --at-step, "3", --hang-node, node02]' torchrun 10s
+  grep -q "torchrun" "$work/job.slurm"
+  hang_respawned
 }

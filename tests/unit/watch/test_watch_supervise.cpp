@@ -238,6 +238,7 @@ TEST(WatchSupervise, HowTheStacksAreAskedFor) {
                                                "--overlap",
                                                "--jobid=7",
                                                "--nodelist=node[01-03]",
+                                               "--nodes=3",
                                                "--ntasks=3",
                                                "--ntasks-per-node=1",
                                                "--kill-on-bad-exit=0",
@@ -247,7 +248,7 @@ TEST(WatchSupervise, HowTheStacksAreAskedFor) {
                                                "7.1"};
       EXPECT_EQ(r.helper->freeze, freeze);
       std::vector<std::string> dump = freeze;
-      dump[9] = "--dump-step";
+      dump[10] = "--dump-step";
       EXPECT_EQ(r.helper->dump, dump);
       EXPECT_EQ(r.helper->deadline, seconds(10));  // half the grace
     }
@@ -434,7 +435,7 @@ TEST(WatchSupervise, ProbesASilenceBeforeTheStall) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->argv,
             (std::vector<std::string>{"srun", "--overlap", "--jobid=42", "--nodelist=node[01-02]",
-                                      "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+                                      "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
                                       "--time=1", "/bin/ddp-watch", "--probe-step", "42.0"}));
   EXPECT_FALSE(s.on_probe(t0 + seconds(12), probe(500)));
   EXPECT_EQ(s.on_tick(t0 + seconds(13)).act, Act::none);
