@@ -11,6 +11,15 @@
 namespace ddp::watch {
 namespace {
 
+// --respawn-check's words: split at spaces, no quoting (ddpgen gives simple words).
+std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> words;
+  for (std::string_view w : ddp::text::split(text, ' ')) {
+    if (!w.empty()) words.emplace_back(w);
+  }
+  return words;
+}
+
 using ddp::text::quote;
 
 using Row = cli::Option<Options>;
@@ -94,6 +103,12 @@ constexpr Row k_table[] = {
       .help = "with --spares: new steps at most (default K); then --heal requeues",
       .max = 1000},
      [](Options& o, const Value& v) { o.respawn_max = whole(v); }},
+    {{.name = "--respawn-check",
+      .kind = cli::Kind::file,
+      .arg = "WORDS",
+      .help = "with --spares: before a new step, run this check (words split at spaces,\n"
+              "e.g. \"ddp-check --timeout=60\") on its nodes through srun --ddp"},
+     [](Options& o, const Value& v) { o.respawn_check = split_words(v.text); }},
     {{.name = "--keep-labels",
       .help = "keep srun's \"N: \" task labels in the forwarded output (COMMAND must\n"
               "be srun itself for its output to be labelled and attributed to ranks)"},
@@ -127,12 +142,19 @@ constexpr cli::Style k_style{.prefix = "ddp-watch: ",
                              .stop_at_operand = true,
                              .usage_width = 21};
 
-// Why --spares or --respawn-max cannot work as given, if they cannot.
+// Why --spares, --respawn-max or --respawn-check cannot work as given, if they cannot.
 std::optional<std::string> respawn_refusal(const Options& o) {
   if (o.spares == 0 && o.respawn_max >= 0) {
     return "ddp-watch: --respawn-max needs --spares (the nodes a new step can take)";
   }
+  if (o.spares == 0 && !o.respawn_check.empty()) {
+    return "ddp-watch: --respawn-check needs --spares (it checks the nodes of a new step)";
+  }
   if (o.spares == 0) return std::nullopt;
+  if (!o.respawn_check.empty() && ddp_option(o.command).empty()) {
+    return "ddp-watch: --respawn-check needs srun --ddp in the command (the check runs under "
+           "the plugin, as the step does)";
+  }
   if (o.heal.empty()) {
     return "ddp-watch: --spares needs --heal (the heal path names the nodes to replace)";
   }
@@ -338,6 +360,17 @@ OutputFiles srun_output_files(const std::vector<std::string>& command) {
     (resolvable ? files.plain : files.patterned).push_back(std::move(n));
   }
   return files;
+}
+
+std::string ddp_option(const std::vector<std::string>& command) {
+  if (!is_srun(command)) return {};
+  for (std::size_t i = 1; i < command.size() && command[i].starts_with("-"); ++i) {
+    const std::string& w = command[i];
+    if (w == "--") break;
+    if (w == "--ddp" || w.starts_with("--ddp=")) return w;
+    if (std::find(k_srun_valued.begin(), k_srun_valued.end(), w) != k_srun_valued.end()) ++i;
+  }
+  return {};
 }
 
 bool launches_per_node(const std::vector<std::string>& command) {

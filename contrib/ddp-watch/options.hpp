@@ -30,6 +30,7 @@ struct Options {
   bool heal_defer = false;   // --heal-defer: keep the requeue in the record for --heal-requeue
   long spares = 0;           // --spares K: K nodes of the job wait; a named node is replaced
   long respawn_max = -1;     // --respawn-max M: respawns with --spares; -1 = the spares
+  std::vector<std::string> respawn_check;  // --respawn-check "WORDS": the check before a respawn
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   std::string freeze_step;   // internal: on this node, stop (SIGSTOP) every process of JOB.STEP
@@ -77,6 +78,9 @@ OutputFiles srun_output_files(const std::vector<std::string>& command);
 
 // Whether the command is srun itself (whose --label output ddp-watch reads and removes).
 bool is_srun(const std::vector<std::string>& command);
+
+// The command's `--ddp` or `--ddp=MODE` word, when it is srun with one among its options; "".
+std::string ddp_option(const std::vector<std::string>& command);
 
 // The usage text.
 std::string usage();

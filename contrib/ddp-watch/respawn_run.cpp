@@ -44,6 +44,7 @@ Respawner::Respawner(const Options& options) : options_(options) {
 
 std::vector<std::string> Respawner::next_command() {
   std::vector<std::string> command = options_.command;
+  check_due_ = false;
   if (!active_ || pending_.empty()) return command;
   if (!state_.step.empty()) {
     RespawnDone done{
@@ -54,10 +55,24 @@ std::vector<std::string> Respawner::next_command() {
     // The program's notice that it runs again in the same job (it resumes from its checkpoint
     // as after a requeue).
     setenv("DDP_RESPAWN_COUNT", std::to_string(state_.done.size()).c_str(), 1);
+    check_due_ = !options_.respawn_check.empty();
   }
   state_.step = pending_;
   command.insert(command.begin() + 1, "--nodelist=" + format_hostlist(pending_));
   pending_.clear();
+  return command;
+}
+
+std::vector<std::string> Respawner::check_command() const {
+  const std::string count = std::to_string(state_.step.size());
+  std::vector<std::string> command = {options_.command.front(),
+                                      "--nodelist=" + format_hostlist(state_.step),
+                                      "--nodes=" + count,
+                                      "--ntasks=" + count,
+                                      "--ntasks-per-node=1",
+                                      "--kill-on-bad-exit=1",
+                                      ddp_option(options_.command)};
+  command.insert(command.end(), options_.respawn_check.begin(), options_.respawn_check.end());
   return command;
 }
 

@@ -28,6 +28,13 @@ class Respawner {
     respawn,  // start next_command() in place of the heal path
     fail,     // the fault follows the job: no heal path, the failure stands
   };
+  // Whether the step next_command() just gave is a respawn and --respawn-check is set: the
+  // check runs on its nodes first.
+  bool check_due() const { return check_due_; }
+  // The check of the new step's nodes: srun on them, one task per node, under the step's
+  // --ddp option, running --respawn-check's words.
+  std::vector<std::string> check_command() const;
+
   // After a step ended: decides, logs why it does not respawn when it does not.
   // `ended`: when the step's srun exited, from which a respawn's time counts.
   Next after(bool failed, const std::vector<Suspect>& suspects,
@@ -47,6 +54,7 @@ class Respawner {
   std::vector<std::string> pending_;  // the nodes of the respawn to start, if one is due
   std::vector<Suspect> pending_named_;
   std::chrono::steady_clock::time_point ended_{};
+  bool check_due_ = false;
 };
 
 }  // namespace ddp::watch

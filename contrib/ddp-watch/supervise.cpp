@@ -58,8 +58,9 @@ JobEnv job_env() {
 
 class Watch {
  public:
-  Watch(const Options& o, Respawner& respawner)
-      : o_(o), core_(o, job_env()), respawner_(respawner) {}
+  // `check`: the check of a respawn's nodes (--respawn-check), whose success ends nothing.
+  Watch(const Options& o, Respawner& respawner, bool check = false)
+      : o_(o), core_(o, job_env()), respawner_(respawner), check_(check) {}
   int run();
   // Whether a new step is to replace this one (--spares).
   bool respawn() const { return respawn_; }
@@ -83,6 +84,7 @@ class Watch {
   int child_status_ = -1;  // its wait status, once it ended
   Started helper_;         // the per-node stack helper (torchrun)
   Respawner& respawner_;
+  bool check_ = false;
   bool respawn_ = false;
   std::chrono::steady_clock::time_point ended_at_{};  // when the command was reaped
 };
@@ -244,6 +246,7 @@ int Watch::finish(const Outcome& o) {
     const Respawner::Next next = respawner_.after(o.heal_failed, o.heal_suspects, ended_at_);
     respawn_ = next == Respawner::Next::respawn;
     if (respawn_) return o.code;
+    if (check_ && !o.heal_failed) return o.code;  // the nodes passed: the step starts
     if (next == Respawner::Next::heal) heal_after(o_, o.heal_failed, respawner_.heal_suspects());
     respawner_.summary();
   }
@@ -287,6 +290,17 @@ int supervise(const Options& options) {
   for (;;) {
     Options step = options;
     step.command = respawner.next_command();
+    if (respawner.check_due()) {
+      // The new step's nodes are checked first, under the same heal path: a node the check
+      // names is replaced in turn, a failure without a name ends the job as a preflight's does.
+      Options check = options;
+      check.command = respawner.check_command();
+      check.heartbeat.clear();
+      Watch checking(check, respawner, true);
+      const int code = checking.run();
+      if (checking.respawn()) continue;
+      if (code != 0) return code;
+    }
     Watch watch(step, respawner);
     const int code = watch.run();
     if (!watch.respawn()) return code;

@@ -39,6 +39,19 @@ void set_heal(WatchInvocation& w, const Heal& h, bool has_post) {
   w.heal_defer = has_post;
 }
 
+// ddp-check's command line in one double-quoted word, split at spaces by ddp-watch
+// --respawn-check: every value is a number, the timeout's variable, or a fabric of the
+// profile's choices, so no word holds a space or a quote.
+std::string check_text(const CheckInvocation& c) {
+  std::string text = "ddp-check --timeout=";
+  text += c.timeout.env.empty() ? std::to_string(c.timeout.value)
+                                : "${" + c.timeout.env + ":-" + std::to_string(c.timeout.value) + "}";
+  if (!c.fabric.empty()) text += " --fabric=" + c.fabric;
+  if (c.pairs) text += " --pairs";
+  if (c.pairs_threshold) text += " --pairs-threshold=" + shortest(*c.pairs_threshold);
+  return text;
+}
+
 }  // namespace
 
 std::optional<CheckInvocation> preflight_check(const Plan& plan) {
@@ -76,6 +89,9 @@ std::optional<WatchInvocation> training_watch(const Plan& plan) {
   if (plan.heal && plan.spares > 0) {
     w.spares = plan.spares;
     w.respawn_max = plan.heal->max_respawns;
+    // The preflight again on a respawn's nodes: it runs under srun --ddp, as the plugin's
+    // preflight does (the no-plugin script's preflight needs the script's own setup).
+    if (plan.plugin) w.respawn_check = preflight_check(plan);
   }
   return w;
 }
@@ -100,6 +116,7 @@ std::vector<std::string> words(const WatchInvocation& w) {
   if (w.heal_defer) out.emplace_back("--heal-defer");
   if (w.spares) out.push_back(literal("--spares", std::to_string(*w.spares)));
   if (w.respawn_max) out.push_back(literal("--respawn-max", std::to_string(*w.respawn_max)));
+  if (w.respawn_check) out.push_back(expanding("--respawn-check", check_text(*w.respawn_check)));
   return out;
 }
 

@@ -43,6 +43,7 @@ struct WatchInvocation {
   bool heal_defer = false;               // --heal-defer: the script's post: lines run first
   std::optional<long> spares;            // --spares: training only
   std::optional<long> respawn_max;       // --respawn-max
+  std::optional<CheckInvocation> respawn_check;  // --respawn-check: the preflight, again
 };
 
 // What ddp-check and ddp-watch get in the script of `plan`; nothing where it has no such step.

@@ -65,6 +65,9 @@ setup() {
 }
 
 teardown() {
+  if [[ -n ${blackholed:-} ]]; then
+    ip netns exec "$(netns "$blackholed")" ip route del blackhole "$SUBNET.11/32" || true
+  fi
   [[ -n ${job:-} ]] && cl scancel "$job" 2>/dev/null
   [[ -n ${work:-} ]] && rm -rf "$work"
 }
@@ -154,8 +157,11 @@ field() {
   [ "$(field Restarts)" = 0 ]
   grep -qx "run 0 on node\[01-04\]" "$work/job.out"
   [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
-  # The preflight proved all four nodes, the spare included.
+  # The preflight proved all four nodes, the spare included, and again the new step's three,
+  # after the respawn line and before the training resumed.
   grep -qE "^ddp-check: OK: 4 ranks on 4 nodes reached " "$work/job.out"
+  sed -n '/^ddp-watch: respawn: respawn 1 /,/^resumed from epoch/p' "$work/job.out" |
+    grep -qE "^ddp-check: OK: 3 ranks on 3 nodes reached "
   # One verdict, naming node02; one respawn onto the spare.
   [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
   grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): task 1 died of SIGBUS \(srun: .*\); node\[01-03\] -> node\[01,03-04\] in [0-9]+\.[0-9]+ s$" "$work/job.out"
@@ -230,4 +236,30 @@ hang_respawned() {
   submit 1 "$REPO/tests/cluster/stall.py" '[--steps, "8", --at-step, "3", --hang-node, node02]' torchrun 10s
   grep -q "torchrun" "$work/job.slurm"
   hang_respawned
+}
+
+@test "the spare cannot reach the head when the respawn comes: its check names it, no training on it" {
+  submit 1 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
+  # After the job's preflight passed on all four nodes, node04 loses its route to node01.
+  local deadline=$((SECONDS + 180))
+  until grep -q "^epoch 1/6 loss " "$work/job.out" 2>/dev/null; do
+    ((SECONDS < deadline)) || { ended COMPLETED; false; }
+    sleep 0.2
+  done
+  ip netns exec "$(netns node04)" ip route add blackhole "$SUBNET.11/32"
+  blackholed=node04
+  bus_on node02 "epoch 2/6 loss .*" || { ended FAILED; false; }
+  ended FAILED
+  [ "$(field Restarts)" = 0 ]
+  grep -qE "^ddp-check: OK: 4 ranks on 4 nodes reached " "$work/job.out"
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): .*; node\[01-03\] -> node\[01,03-04\] in [0-9.]+ s$" "$work/job.out"
+  # The check of node[01,03-04] (the job's step 2) cannot start on node04: srun says so, which
+  # names it; the training never resumes there.
+  grep -qE "^srun: error: Task launch for StepId=$job\.2 failed on node node04: " "$work/job.out"
+  grep -qx "ddp-watch: heal: named node04 (unreachable): srun: Task launch for StepId=$job.2 failed on node node04: Communication connection failure" "$work/job.out"
+  [ "$(grep -c "^resumed from epoch" "$work/job.out")" -eq 0 ]
+  # No spare left: the heal path has node02 and node04, and 2 of the partition's 4 nodes would
+  # not hold the job: it ends, naming them, instead of pending for ever.
+  grep -qx "ddp-watch: heal: not requeueing: excluding 2 more would leave 2 of the partition's 4 nodes (0 excluded already) for a job of 4; the job ends, naming node\[02,04\]" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] $(respawn_time)" ]
 }

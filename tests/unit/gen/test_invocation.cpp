@@ -114,7 +114,7 @@ ddp::watch::Options watch_options(const WatchInvocation& w) {
   o.heal_defer = w.heal_defer;
   if (w.spares) o.spares = *w.spares;
   if (w.respawn_max) o.respawn_max = *w.respawn_max;
-  o.command = {"srun"};
+  o.command = {"srun", "--ddp", "train.py"};
   return o;
 }
 
@@ -132,10 +132,10 @@ void expect_check(const std::vector<std::string>& args, const CheckInvocation& c
 }
 
 void expect_watch(std::vector<std::string> args, const WatchInvocation& w) {
-  args.insert(args.end(), {"--", "srun"});
+  args.insert(args.end(), {"--", "srun", "--ddp", "train.py"});  // as ddpgen's training step
   auto parsed = ddp::watch::parse_options(args);
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const auto want = watch_options(w);
+  auto want = watch_options(w);
   EXPECT_EQ(parsed->timeout_s, want.timeout_s);
   EXPECT_EQ(parsed->startup_s, want.startup_s);
   EXPECT_EQ(parsed->grace_s, want.grace_s);
@@ -146,6 +146,15 @@ void expect_watch(std::vector<std::string> args, const WatchInvocation& w) {
   EXPECT_EQ(parsed->heal_exclude, want.heal_exclude);
   EXPECT_EQ(parsed->spares, want.spares);
   EXPECT_EQ(parsed->respawn_max, want.respawn_max);
+  // --respawn-check: ddp-check's words, read back with ddp-check's own table.
+  ASSERT_EQ(parsed->respawn_check.empty(), !w.respawn_check);
+  if (w.respawn_check) {
+    EXPECT_EQ(parsed->respawn_check.front(), "ddp-check");
+    const std::vector<std::string> check(parsed->respawn_check.begin() + 1,
+                                         parsed->respawn_check.end());
+    expect_check(check, *w.respawn_check);
+    want.respawn_check = parsed->respawn_check;
+  }
   EXPECT_TRUE(*parsed == want) << "ddp-watch reads an option the invocation does not say";
 }
 

@@ -127,3 +127,29 @@ TEST(WatchRespawn, OptionsRefuseWhatCannotWork) {
   o = parse({"--timeout=60", "--heal=r", "--respawn-max=1", "--", "srun", "x"});
   ASSERT_FALSE(o);
 }
+
+TEST(WatchRespawn, TheCheckOfANewStepRunsUnderTheStepsDdpOption) {
+  auto parse = [](std::vector<std::string> args) { return parse_options(args); };
+  auto o = parse({"--timeout=60", "--heal=r", "--spares=1",
+                  "--respawn-check=ddp-check  --timeout=60 --fabric=socket", "--", "srun", "-n",
+                  "6", "--ddp=torchrun", "torchrun", "t.py"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->respawn_check, (Nodes{"ddp-check", "--timeout=60", "--fabric=socket"}));
+  EXPECT_EQ(ddp_option(o->command), "--ddp=torchrun");
+  // An option's value is not an option: "-J --ddp" names the job "--ddp".
+  EXPECT_EQ(ddp_option({"srun", "-J", "--ddp", "python3", "--ddp"}), "");
+  EXPECT_EQ(ddp_option({"srun", "python3", "--ddp"}), "");
+  EXPECT_EQ(ddp_option({"torchrun", "--ddp"}), "");
+  EXPECT_EQ(ddp_option({"srun", "--ddp", "python3"}), "--ddp");
+
+  o = parse({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check", "--", "srun",
+             "python3"});
+  ASSERT_FALSE(o);
+  EXPECT_EQ(o.error().message,
+            "ddp-watch: --respawn-check needs srun --ddp in the command (the check runs under "
+            "the plugin, as the step does)");
+  o = parse({"--timeout=60", "--heal=r", "--respawn-check=ddp-check", "--", "srun", "--ddp", "x"});
+  ASSERT_FALSE(o);
+  EXPECT_EQ(o.error().message,
+            "ddp-watch: --respawn-check needs --spares (it checks the nodes of a new step)");
+}
