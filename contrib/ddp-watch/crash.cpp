@@ -175,6 +175,7 @@ void CrashReader::add_torchrun(int task, std::string_view text) {
     Table& table = tables_[task];
     flush(table);
     table.open = true;
+    table.root_cause = t != "Failures:";
     return;
   }
   auto it = tables_.find(task);
@@ -184,6 +185,7 @@ void CrashReader::add_torchrun(int task, std::string_view text) {
       parse_int(t.substr(1, t.size() - 3))) {
     flush(table);
     table.worker = WorkerFailure{};
+    table.worker.root_cause = table.root_cause;
     table.in_worker = true;
     return;
   }

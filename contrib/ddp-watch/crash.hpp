@@ -48,6 +48,7 @@ struct WorkerFailure {
   std::string host;
   int exit_code = 0;  // negative: killed by that signal
   std::string time;   // torchrun's timestamp, sortable as text
+  bool root_cause = false;  // under its agent's "Root Cause (first observed failure):"
 };
 
 // Everything the summary needs, gathered from the step's output in the order it arrived.
@@ -77,6 +78,7 @@ class CrashReader {
   struct Table {
     bool open = false;       // after "Failures:" or "Root Cause (first observed failure):"
     bool in_worker = false;  // after "[N]:"
+    bool root_cause = false; // in the "Root Cause" part (before or after "Failures:")
     WorkerFailure worker;
   };
   void add_torchrun(int task, std::string_view text);

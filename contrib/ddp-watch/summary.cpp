@@ -65,13 +65,16 @@ std::vector<Ending> from_tasks(const CrashFacts& facts) {
 }
 
 // torchrun's own table names ranks, hosts and the signal of each failed worker, in the order
-// of its timestamps.
+// of its timestamps (whole seconds); within one second an agent's root cause comes before the
+// workers it stopped itself (SIGTERM), whichever part of the table torch prints first.
 std::vector<Ending> from_workers(const CrashFacts& facts) {
   std::vector<const WorkerFailure*> workers;
   for (const WorkerFailure& w : facts.workers) workers.push_back(&w);
-  std::stable_sort(
-      workers.begin(), workers.end(),
-      [](const WorkerFailure* a, const WorkerFailure* b) { return a->time < b->time; });
+  std::stable_sort(workers.begin(), workers.end(),
+                   [](const WorkerFailure* a, const WorkerFailure* b) {
+                     if (a->time != b->time) return a->time < b->time;
+                     return a->root_cause && !b->root_cause;
+                   });
   std::vector<Ending> out;
   for (const WorkerFailure* w : workers) {
     out.push_back({w->rank, nullptr, w, false, is_signal_code(w->exit_code)});

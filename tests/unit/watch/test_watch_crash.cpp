@@ -119,6 +119,22 @@ TEST(WatchCrash, TorchrunTables) {
             "it: lost a peer, or stopped by srun)");
 }
 
+// Newer torch prints the workers its agent stopped (SIGTERM) under "Failures:" before the
+// root cause, all in the same second: the root cause is still the first failure.
+TEST(WatchCrash, TorchrunRootCauseAfterTheWorkersItsAgentStopped) {
+  std::string table =
+      "1: Failures:\n1: [1]:\n1:   time      : 2026-11-26_00:16:12\n1:   host      : node02\n"
+      "1:   rank      : 2 (local_rank: 0)\n1:   exitcode  : -15 (pid: 19754)  (SIGTERM)\n"
+      "1: -------------------------------------------------------\n"
+      "1: Root Cause (first observed failure):\n1: [0]:\n1:   time      : 2026-11-26_00:16:12\n"
+      "1:   host      : node02\n1:   rank      : 3 (local_rank: 1)\n"
+      "1:   exitcode  : -9 (pid: 19757)  (SIGKILL)\n"
+      "1: =======================================================\n";
+  EXPECT_EQ(summary_of(table + "srun: error: node02: task 1: Exited with exit code 1\n", false),
+            "first failure: rank 3 on node02, killed by SIGKILL (signal 9); collateral: rank 2 "
+            "(ended after it: lost a peer, or stopped by srun)");
+}
+
 TEST(WatchCrash, NothingFailed) {
   EXPECT_EQ(summary_of("0: step 1\n"), "");
 }
