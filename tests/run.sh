@@ -44,9 +44,9 @@ stage_end() {
 report() {
   local rc=$?
   stage_end
-  # A failure before a release's stage leaves its preparation running: stop it.
+  # A failure before the end leaves the releases in the background running: stop them.
   local pid
-  for pid in "${preparing[@]}" "${cluster_runs[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+  for pid in "${preparing[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
   echo "== stage times (total $((SECONDS))s$( ((rc == 0)) || echo ", FAILED rc=$rc")):"
   printf '%s\n' "${timings[@]}"
   if ((${#skipped[@]})); then echo "== SKIPPED Slurm releases: ${skipped[*]}"; fi
@@ -89,24 +89,52 @@ for release in "${releases[@]}"; do
   if [[ $release == "$host" ]]; then host_tested=1; else others+=("$release"); fi
 done
 
-# Each other release's userland (made on first use: mostly downloading and unpacking) and its
-# whole-project build are prepared in the background, at the lowest CPU priority, while this
-# machine's release is built and tested: its cluster suites mostly wait on timeouts and
-# schedulers, and the release builds fill those idle cores without slowing what runs in front.
-# Each release's stage waits for its own preparation. Exit status 3 from userland.sh: the
-# Debian suite no longer ships that release.
-prepare_release() {
-  local release=$1 dir=$root/build-slurm-$1
-  "$userland" ensure "$release" || return
-  echo "== whole-project build against Slurm $release (warnings are errors)"
-  nice -n 19 "$userland" exec "$release" cmake -S "$root" -B "$dir" -DDDP_WERROR=ON \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDP_CLUSTER_SLURM="$release" || return
-  nice -n 19 "$userland" exec "$release" cmake --build "$dir" -j"$jobs" "${release_target[@]}"
+# Each other release runs whole in the background, from the start: its userland (made on first
+# use: mostly downloading and unpacking), its build (at the lowest CPU priority), its unit tests
+# in the userland, then its cluster suites on an embedded cluster of its own (ids 1, 2, ...),
+# while this machine's release is built and tested. Cluster suites mostly wait on timeouts and
+# schedulers, so a release's suites run beside this machine's at little cost, and they start
+# as soon as that release is built instead of after this machine's tests. Each step's seconds
+# go to /tmp/ddp-release-RELEASE.times, its output to /tmp/ddp-release-RELEASE.out (the
+# cluster suites' to /tmp/ddp-cluster-tests-RELEASE.out); the end of this script reports them.
+# Exit status 3 from userland.sh: the Debian suite no longer ships that release.
+release_step() {  # NAME COMMAND...: runs COMMAND, appends "SECONDS NAME" to the times file
+  local name=$1 start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  printf '%5ds  Slurm %s: %s%s\n' $((SECONDS - start)) "$release" "$name" \
+    "$( ((rc == 0)) || echo " (FAILED rc=$rc)")" >>"/tmp/ddp-release-$release.times"
+  return "$rc"
 }
-set -m   # each preparation in a process group of its own, which report() can stop whole
+release_build() {
+  echo "== build of the products and the release's tests against Slurm $release (warnings are errors)"
+  nice -n 19 "$userland" exec "$release" cmake -S "$root" -B "$dir" -DDDP_WERROR=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDP_CLUSTER_SLURM="$release" &&
+    nice -n 19 "$userland" exec "$release" cmake --build "$dir" -j"$jobs" "${release_target[@]}"
+}
+release_units() {
+  "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -j"$jobs" \
+    --no-tests=error "${release_unit_filter[@]}"
+}
+release_clusters() {
+  echo "== real-cluster tests ($release_suites) on cluster id $id (log: /tmp/ddp-cluster-tests-$release.out)"
+  DDP_CLUSTER_ID=$id ctest --test-dir "$dir" --output-on-failure --timeout 900 --no-tests=error \
+    "${release_cluster_filter[@]}" >"/tmp/ddp-cluster-tests-$release.out" 2>&1
+}
+run_release() {
+  local release=$1 id=$2 dir=$root/build-slurm-$1
+  : >"/tmp/ddp-release-$release.times"
+  release_step "userland" "$userland" ensure "$release" || return
+  release_step "build (products, cluster programs, unit tests labelled release)" release_build || return
+  release_step "unit tests in its userland" release_units || return
+  release_step "real-cluster tests ($release_suites)" release_clusters
+}
+set -m   # each release in a process group of its own, which report() can stop whole
+release_id=0
 for release in "${others[@]}"; do
-  echo "== preparing Slurm $release in the background: userland and build (log: /tmp/ddp-release-$release.out)"
-  prepare_release "$release" >"/tmp/ddp-release-$release.out" 2>&1 &
+  release_id=$((release_id + 1))
+  echo "== Slurm $release in the background: userland, build, unit tests, cluster suites on cluster id $release_id (log: /tmp/ddp-release-$release.out)"
+  run_release "$release" "$release_id" >"/tmp/ddp-release-$release.out" 2>&1 &
   preparing[$release]=$!
 done
 set +m
@@ -124,49 +152,6 @@ else
   stage "ctest: unit and golden tests (Slurm $host not in DDP_SLURM_RELEASES)"
   ctest --test-dir "$root/build" --output-on-failure --timeout 900 -j"$jobs" -LE cluster
 fi
-
-# A release's cluster suites, on cluster ID: the log and the seconds they took go to
-# /tmp/ddp-cluster-tests-RELEASE.{out,time}; the exit status is ctest's.
-run_release_clusters() {
-  local release=$1 dir=$2 id=$3 start=$SECONDS rc=0
-  DDP_CLUSTER_ID=$id ctest --test-dir "$dir" --output-on-failure --timeout 900 --no-tests=error \
-    "${release_cluster_filter[@]}" >"/tmp/ddp-cluster-tests-$release.out" 2>&1 || rc=$?
-  echo $((SECONDS - start)) >"/tmp/ddp-cluster-tests-$release.time"
-  return "$rc"
-}
-declare -A cluster_runs=()
-cluster_id=0
-for release in "${others[@]}"; do
-  dir=$root/build-slurm-$release
-  stage "Slurm $release: userland and build (prepared in the background; waiting for the rest)"
-  rc=0
-  wait "${preparing[$release]}" || rc=$?
-  # 3: Debian's archive no longer ships this release (unstable moves on to each new one). That
-  # is news about the archive, not about this checkout: the release is reported as skipped, with
-  # the reason, in the stage times, never as passed.
-  if ((rc == 3)); then
-    tail -n 3 "/tmp/ddp-release-$release.out"
-    stage_name="Slurm $release: SKIPPED, Debian $("$userland" suite "$release") no longer ships it (above)"
-    skipped+=("$release")
-    continue
-  fi
-  unset "preparing[$release]"
-  cat "/tmp/ddp-release-$release.out"
-  ((rc == 0)) || { echo "Slurm $release: userland or build failed (above)" >&2; exit "$rc"; }
-  stage "Slurm $release: unit tests in its userland"
-  "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -j"$jobs" \
-    --no-tests=error "${release_unit_filter[@]}"
-  # ctest runs here, not in the userland: the cluster needs this machine's namespaces, and
-  # cluster.sh enters the userland for every daemon and command itself. Each release's cluster
-  # suites run on an embedded cluster of their own (ids 1, 2, ...), in the background, beside
-  # the next release's tests and the sanitizer build; their output and time follow at the end.
-  cluster_id=$((cluster_id + 1))
-  echo "== Slurm $release: real-cluster tests ($release_suites) started in the background on cluster id $cluster_id (log: /tmp/ddp-cluster-tests-$release.out)"
-  set -m
-  run_release_clusters "$release" "$dir" "$cluster_id" &
-  cluster_runs[$release]=$!
-  set +m
-done
 
 if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
   # The cluster tests load the plugin into Debian's slurmstepd, which has no sanitizer runtime;
@@ -194,15 +179,25 @@ if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
   ctest --test-dir "$root/build-fuzz" --output-on-failure -j"$jobs" -L fuzz
 fi
 
-# The releases' cluster suites, started above: each one's output, its own time, its verdict.
+# The other releases, started at the beginning: each one's output, its steps' own times, its
+# verdict.
 for release in "${others[@]}"; do
-  [[ -n ${cluster_runs[$release]:-} ]] || continue
-  stage "Slurm $release: waiting for its real-cluster tests ($release_suites)"
+  [[ -n ${preparing[$release]:-} ]] || continue
+  stage "Slurm $release: waiting for it (userland, build, unit and cluster tests in the background)"
   rc=0
-  wait "${cluster_runs[$release]}" || rc=$?
-  unset "cluster_runs[$release]"
-  cat "/tmp/ddp-cluster-tests-$release.out"
-  timings+=("$(printf '%5ds  %s' "$(cat "/tmp/ddp-cluster-tests-$release.time" 2>/dev/null || echo 0)" \
-    "Slurm $release: real-cluster tests, in the background")")
-  ((rc == 0)) || { echo "Slurm $release: real-cluster tests failed (above)" >&2; exit "$rc"; }
+  wait "${preparing[$release]}" || rc=$?
+  unset "preparing[$release]"
+  # 3: Debian's archive no longer ships this release (unstable moves on to each new one). That
+  # is news about the archive, not about this checkout: the release is reported as skipped, with
+  # the reason, in the stage times, never as passed.
+  if ((rc == 3)); then
+    tail -n 3 "/tmp/ddp-release-$release.out"
+    stage_name="Slurm $release: SKIPPED, Debian $("$userland" suite "$release") no longer ships it (above)"
+    skipped+=("$release")
+    continue
+  fi
+  cat "/tmp/ddp-release-$release.out"
+  [[ ! -f /tmp/ddp-cluster-tests-$release.out ]] || cat "/tmp/ddp-cluster-tests-$release.out"
+  mapfile -t -O "${#timings[@]}" timings <"/tmp/ddp-release-$release.times"
+  ((rc == 0)) || { echo "Slurm $release: failed (above)" >&2; exit "$rc"; }
 done
