@@ -76,15 +76,18 @@ void add_container(Plan& plan, const Job& job, const Profile& profile) {
   w.push_back(expanding("", c.image));
 }
 
-// accelerate launch with the job's layout: the number of processes is the job's, not a guess
-// of the launcher's, and the address and port are the ones exported to the task.
+// accelerate launch with the job's layout: the number of processes is the step's nodes (NNODES,
+// exported to the task by the plugin or the per-task setup from Slurm's own count, so an
+// `sbatch --nodes` at submission is followed) times the processes per node, and the address and
+// port are the ones exported to the task. On nodes without GPUs ACCELERATE_USE_CPU=true, or
+// accelerate's own code looks for a GPU backend on every rank.
 void set_accelerate(Plan& plan, const Job& job) {
   const long world = plan.nodes * plan.procs_per_node;
-  plan.wrapper_exec =
-      "exec accelerate launch --num_machines=\"$NNODES\" "
-      "--machine_rank=\"$NODE_RANK\" --main_process_ip=\"$MASTER_ADDR\" "
-      "--main_process_port=\"$MASTER_PORT\" --num_processes=" +
-      std::to_string(world) + " \"$@\"";
+  plan.wrapper_exec = std::string(plan.gpus_per_node == 0 ? "ACCELERATE_USE_CPU=true " : "") +
+                      "exec accelerate launch --num_machines=\"$NNODES\" "
+                      "--machine_rank=\"$NODE_RANK\" --main_process_ip=\"$MASTER_ADDR\" "
+                      "--main_process_port=\"$MASTER_PORT\" --num_processes=\"$((NNODES * " +
+                      std::to_string(plan.procs_per_node) + "))\" \"$@\"";
   // Without a config file, --multi_gpu selects accelerate's torch.distributed launcher, which
   // starts procs_per_node processes on CPU nodes as on GPU nodes (accelerate refuses it for one
   // process, which its simple launcher runs); a config file chooses for itself (FSDP,
