@@ -279,6 +279,41 @@ EnvList with_fabric(const Profile& profile) {
   return env;
 }
 
+// The job's env in an order where each key is exported after the env keys its value refers to
+// (`A: ${B}/x` before `B: y` would see B unset): the file's order otherwise. A key's reference
+// to itself is the value it had before (sbatch exports the submitting shell's). Keys that refer
+// to each other are refused.
+EnvList ordered_env(const Job& job) {
+  const EnvList& env = job.env;
+  auto index_of = [&](const std::string& name) {
+    for (std::size_t i = 0; i < env.size(); ++i)
+      if (env[i].first == name) return i;
+    return env.size();
+  };
+  EnvList out;
+  std::vector<int> state(env.size(), 0);  // 0 new, 1 on the path, 2 placed
+  std::vector<std::string> path;
+  auto place = [&](auto& self, std::size_t i) -> void {
+    if (state[i] == 2) return;
+    if (state[i] == 1) {
+      reject(job, "env",
+             "env keys refer to each other (" + ddp::text::join(path, " -> ") + " -> " +
+                 env[i].first + "): none of them has a value to start from");
+    }
+    state[i] = 1;
+    path.push_back(env[i].first);
+    for (const std::string& name : refs::names(env[i].second)) {
+      const std::size_t j = index_of(name);
+      if (j < env.size() && j != i) self(self, j);
+    }
+    path.pop_back();
+    state[i] = 2;
+    out.push_back(env[i]);
+  };
+  for (std::size_t i = 0; i < env.size(); ++i) place(place, i);
+  return out;
+}
+
 Plan make_plan(const Job& job, const Profile& profile) {
   // A sweep's rules first: they say why a reference cannot name its output.
   detail::check_runs(job);
@@ -338,7 +373,7 @@ Plan make_plan(const Job& job, const Profile& profile) {
                         profile.container_modules.end());
   plan.modules.insert(plan.modules.end(), job.modules.begin(), job.modules.end());
   plan.site_env = with_fabric(profile);
-  plan.job_env = job.env;
+  plan.job_env = ordered_env(job);
   return plan;
 }
 
