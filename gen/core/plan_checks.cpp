@@ -183,6 +183,28 @@ void check_spares(const Job& job) {
   }
 }
 
+// heal excludes the nodes it names and requeues: a node list the job must have (sbatch's or
+// srun's --nodelist, or an abbreviation Slurm reads as it) would keep the requeued job from
+// ever starting, or its step from launching.
+void check_heal_nodelist(const Job& job) {
+  if (!job.heal || !job.heal->exclude) return;
+  auto names_nodes = [](const std::string& option) {
+    const std::string name = option.substr(0, option.find('='));
+    const std::string_view full = "--nodelist";
+    return name.size() >= 7 && full.starts_with(name);  // --nodel, Slurm's shortest unique
+  };
+  for (const char* key : {"sbatch", "srun"}) {
+    const auto& options = std::string_view(key) == "sbatch" ? job.sbatch : job.srun;
+    for (const std::string& option : options)
+      if (names_nodes(option))
+        reject(job, key,
+               ddp::text::quote(option) +
+                   ": with \"heal\", a node heal excludes may be one this list requires, and "
+                   "the requeued job would never run; drop it (a node to avoid goes in "
+                   "--exclude), or set \"heal.exclude: false\"");
+  }
+}
+
 }  // namespace
 
 void reject(const Job& job, const std::string& key, const std::string& message) {
@@ -212,6 +234,7 @@ std::vector<Error> check_job(const Job& job, const Profile& profile) {
            "\"checkpoint.dir\" is required (the directory the program saves to and resumes "
            "from; only launcher lightning, which saves where its Trainer says, goes without)");
   check_spares(job);
+  check_heal_nodelist(job);
   if (job.script.starts_with("-"))
     reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");
   if (job.container && job.container->image.starts_with("-"))
