@@ -254,7 +254,8 @@ hang_respawned() {
   grep -qE "^ddp-check: OK: 4 ranks on 4 nodes reached " "$work/job.out"
   grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): .*; node\[01-03\] -> node\[01,03-04\] in [0-9.]+ s$" "$work/job.out"
   # The check of node[01,03-04] (the job's step 2) cannot start on node04: srun says so, which
-  # names it; the training never resumes there.
+  # names it; the training never resumes there. (A training step would fail to launch there
+  # alike; test 1 shows the check itself running before the training resumes.)
   grep -qE "^srun: error: Task launch for StepId=$job\.2 failed on node node04: " "$work/job.out"
   grep -qx "ddp-watch: heal: named node04 (unreachable): srun: Task launch for StepId=$job.2 failed on node node04: Communication connection failure" "$work/job.out"
   [ "$(grep -c "^resumed from epoch" "$work/job.out")" -eq 0 ]
