@@ -104,7 +104,7 @@ export OMP_NUM_THREADS=1
 echo "run \${SLURM_RESTART_COUNT:-0} on \$SLURM_JOB_NODELIST"
 heal=(--heal $work/heal.record --heal-max 2)
 $watch_bin --timeout 60s "\${heal[@]}" -- srun --ddp $check_bin --timeout 10 || exit 1
-$watch_bin --timeout 10s --startup 120s --grace 5s --stacks $work/stacks.txt "\${heal[@]}" \\
+$watch_bin --timeout 10s --startup 120s --grace 20s --stacks $work/stacks.txt "\${heal[@]}" \\
   -- srun --ddp /usr/bin/python3 $*
 JOB
   job=$(cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.sh)
