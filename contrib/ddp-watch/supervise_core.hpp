@@ -149,7 +149,7 @@ class Supervisor {
   std::vector<Write> lines(Stream stream, const std::vector<BufferedLine>& text);
   Outcome stall_outcome() const;
 
-  const Options& options_;
+  Options options_;  // a copy: callers pass temporaries (tests) and per-step copies
   JobEnv env_;
   Schedule schedule_;
   StepOutput output_;
