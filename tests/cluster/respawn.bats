@@ -176,6 +176,22 @@ field() {
   done
   grep -qx "weights identical on 3 ranks" "$work/job.out"
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] $(respawn_time)" ]
+  # The same job again, uninterrupted (the same seed): the respawned run's final weights and
+  # losses equal it bit for bit.
+  mv "$work/ckpt" "$work/ckpt-respawned"
+  mv "$work/job.out" "$work/job-respawned.out"
+  submit 1 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
+  ended COMPLETED
+  [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 0 ]
+  run /usr/bin/python3 -c '
+import sys, torch
+a, b = (torch.load(p, map_location="cpu") for p in sys.argv[1:])
+print("epochs", a["epoch"], b["epoch"], "losses", "same" if a["losses"] == b["losses"] else "differ",
+      "weights", "same" if all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"]) else "differ")
+' "$work/ckpt/autoencoder.pt" "$work/ckpt-respawned/autoencoder.pt"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$output" = "epochs 6 6 losses same weights same" ]
 }
 
 @test "spares: 0: the same fault falls back to exclude-and-requeue" {
