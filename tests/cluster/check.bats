@@ -244,10 +244,6 @@ within_bound() {
   rm -rf "$work"
 }
 
-netns() {
-  if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
-}
-
 # ipv6_off_on_nodes 1|0: turns IPv6 off (1) or on again (0) on every interface of the nodes.
 ipv6_off_on_nodes() {
   local node

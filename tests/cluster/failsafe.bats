@@ -24,11 +24,6 @@ teardown() {
   if [[ -n ${extra_addresses:-} ]]; then drop_extra_addresses; fi
 }
 
-# The network namespace of cluster host NAME (cluster.sh's naming).
-netns() {
-  if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
-}
-
 # Seconds since EPOCH_START ($EPOCHREALTIME), one decimal.
 elapsed_since() {
   awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'

@@ -30,17 +30,6 @@ load lib
 k_stall_py=$REPO/tests/cluster/stall.py
 k_job_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-# cluster_restart NODES LOG: cluster.sh up with NODES nodes, the same Slurm and plugin. Every
-# descriptor above 2 is closed first: the daemons it starts outlive this file, and bats waits
-# for whoever holds one of its own.
-cluster_restart() {
-  # shellcheck disable=SC2016  # expanded by the inner shell
-  bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done
-           exec "$@"' restart "$CLUSTER" up --nodes "$1" \
-    ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" \
-    </dev/null >"$2" 2>&1
-}
-
 # The nodes the fixture's cluster had, to put back; empty when nothing was changed.
 setup_file() {
   export HEAL_RESTORE_NODES=""
@@ -86,11 +75,6 @@ teardown() {
   fi
   [[ -n ${job:-} ]] && cl scancel "$job" 2>/dev/null
   [[ -n ${work:-} ]] && rm -rf "$work"
-}
-
-# The network namespace of cluster node $1 (cluster.sh's names).
-netns() {
-  if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
 }
 
 # submit PROGRAM ARGS...: a 3-node job, one rank per node, preflight then PROGRAM, each under

@@ -148,3 +148,33 @@ need_ddpgen() {
     skip "ddpgen not built (cmake --build build) and not on PATH; or set DDPGEN"
   fi
 }
+
+# netns NODE: the network namespace of cluster node NODE (cluster.sh's names).
+netns() {
+  if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
+}
+
+# cluster_restart NODES LOG [ARGS...]: cluster.sh up with NODES nodes, the same Slurm, the plugin
+# copied to $BATS_FILE_TMPDIR/spank_ddp.so, and ARGS (--topology tree). Every descriptor above 2
+# is closed first: the daemons it starts outlive the bats file, and bats waits for whoever holds
+# one of its own.
+cluster_restart() {
+  local nodes=$1 log=$2
+  shift 2
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done
+           exec "$@"' restart "$CLUSTER" up --nodes "$nodes" \
+    ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" \
+    "$@" </dev/null >"$log" 2>&1
+}
+
+# compare_checkpoints A B: two checkpoints of the example autoencoder, as
+# "epochs EA EB losses same|differ weights same|differ" (weights: torch.equal on every tensor).
+compare_checkpoints() {
+  /usr/bin/python3 -c '
+import sys, torch
+a, b = (torch.load(p, map_location="cpu") for p in sys.argv[1:])
+print("epochs", a["epoch"], b["epoch"], "losses", "same" if a["losses"] == b["losses"] else "differ",
+      "weights", "same" if all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"]) else "differ")
+' "$1" "$2"
+}

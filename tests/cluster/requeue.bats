@@ -121,12 +121,7 @@ wait_line() {
   ((epoch >= 1 && batch > 0))
   [ "$(grep -c "^resumed from epoch $epoch batch $batch$" <<<"$log")" -eq 1 ]
   [ "$(restarts "$id")" = 1 ]
-  run /usr/bin/python3 -c '
-import sys, torch
-a, b = (torch.load(p, map_location="cpu") for p in sys.argv[1:])
-print("epochs", a["epoch"], b["epoch"], "losses", "same" if a["losses"] == b["losses"] else "differ",
-      "weights", "same" if all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"]) else "differ")
-' "$work/straight/autoencoder.pt" "$work/stopped/autoencoder.pt"
+  run compare_checkpoints "$work/straight/autoencoder.pt" "$work/stopped/autoencoder.pt"
   echo "$output"
   [ "$status" -eq 0 ]
   [ "$output" = "epochs 3 3 losses same weights same" ]

@@ -22,15 +22,6 @@ load lib
 k_example=$REPO/contrib/examples/autoencoder.py
 k_job_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-# cluster_restart NODES LOG: as in heal.bats.
-cluster_restart() {
-  # shellcheck disable=SC2016  # expanded by the inner shell
-  bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done
-           exec "$@"' restart "$CLUSTER" up --nodes "$1" \
-    ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" \
-    </dev/null >"$2" 2>&1
-}
-
 setup_file() {
   export RESPAWN_RESTORE_NODES=""
   "$CLUSTER" status >/dev/null 2>&1 || return 0
@@ -70,11 +61,6 @@ teardown() {
   fi
   [[ -n ${job:-} ]] && cl scancel "$job" 2>/dev/null
   [[ -n ${work:-} ]] && rm -rf "$work"
-}
-
-# The network namespace of cluster node $1 (cluster.sh's names).
-netns() {
-  if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
 }
 
 # submit SPARES SCRIPT ARGS [LAUNCHER [STALL]]: renders a 3-node job with SPARES spares, the
@@ -183,12 +169,7 @@ field() {
   submit 1 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
   ended COMPLETED
   [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 0 ]
-  run /usr/bin/python3 -c '
-import sys, torch
-a, b = (torch.load(p, map_location="cpu") for p in sys.argv[1:])
-print("epochs", a["epoch"], b["epoch"], "losses", "same" if a["losses"] == b["losses"] else "differ",
-      "weights", "same" if all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"]) else "differ")
-' "$work/ckpt/autoencoder.pt" "$work/ckpt-respawned/autoencoder.pt"
+  run compare_checkpoints "$work/ckpt/autoencoder.pt" "$work/ckpt-respawned/autoencoder.pt"
   echo "$output"
   [ "$status" -eq 0 ]
   [ "$output" = "epochs 6 6 losses same weights same" ]

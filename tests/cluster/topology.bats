@@ -19,32 +19,19 @@ load lib
 # the point of this file).
 TASK_VARS='$(hostname) $LOCAL_RANK $RANK $SLURM_PROCID $MASTER_ADDR $WORLD_SIZE $LOCAL_WORLD_SIZE $NODE_RANK $NNODES'
 
-# cluster_restart LOG [ARGS...]: cluster.sh up with 3 nodes, the same Slurm and plugin, and ARGS.
-# Every descriptor above 2 is closed first: the daemons it starts outlive this file, and bats
-# waits for whoever holds one of its own.
-cluster_restart() {
-  local log=$1
-  shift
-  # shellcheck disable=SC2016  # expanded by the inner shell
-  bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done
-           exec "$@"' restart "$CLUSTER" up --nodes 3 \
-    ${DDP_SLURM_RELEASE:+--slurm "$DDP_SLURM_RELEASE"} --plugin "$BATS_FILE_TMPDIR/spank_ddp.so" \
-    "$@" </dev/null >"$log" 2>&1
-}
-
 setup_file() {
   export TOPOLOGY_RESTORE=""
   "$CLUSTER" status >/dev/null 2>&1 || return 0
   [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || return 0
   cp "$DDP_CLUSTER_DIR/lib/spank_ddp.so" "$BATS_FILE_TMPDIR/spank_ddp.so"
   TOPOLOGY_RESTORE=1
-  cluster_restart "$BATS_FILE_TMPDIR/up-tree.log" --topology tree ||
+  cluster_restart 3 "$BATS_FILE_TMPDIR/up-tree.log" --topology tree ||
     { cat "$BATS_FILE_TMPDIR/up-tree.log" >&3; return 1; }
 }
 
 teardown_file() {
   [[ -n ${TOPOLOGY_RESTORE:-} ]] || return 0
-  cluster_restart "$BATS_FILE_TMPDIR/up-plain.log"
+  cluster_restart 3 "$BATS_FILE_TMPDIR/up-plain.log"
 }
 
 setup() {
@@ -173,7 +160,7 @@ node03 1 5 node01 6 2 2 3"
   if "$CLUSTER" run scontrol --version | grep -qE ' (1[0-9]|2[0-2]|23\.0[0-9])\.'; then
     skip "$("$CLUSTER" run scontrol --version) has no topology/block (23.11 and later)"
   fi
-  cluster_restart "$BATS_FILE_TMPDIR/up-block.log" --topology block ||
+  cluster_restart 3 "$BATS_FILE_TMPDIR/up-block.log" --topology block ||
     { cat "$BATS_FILE_TMPDIR/up-block.log"; return 1; }
   # cons_tres packs -n6 unevenly (4/1/1 or so); the ranks must still run node by node.
   run task_table -N3 -n6 --ddp
