@@ -64,9 +64,10 @@ teardown() {
 }
 
 # submit SPARES SCRIPT ARGS [LAUNCHER [STALL]]: renders a 3-node job with SPARES spares, the
-# preflight, the watchdog (a stall after STALL, default 60s; 20 s, ddp-watch's default, for the
-# ranks to print their stacks: a rank that prints none in time is named too, and on a loaded
-# 2-core machine 5 s was not always enough) and heal, one rank per node through LAUNCHER
+# preflight, the watchdog (a stall after STALL, default 60s; 120 s before the first line, since
+# torchrun's workers importing torch on a loaded 2-core machine printed nothing for more than
+# 10 s; 20 s, ddp-watch's default, for the ranks to print their stacks: a rank that prints none
+# in time is named too, and on a loaded 2-core machine 5 s was not always enough) and heal, one rank per node through LAUNCHER
 # (default srun), a checkpoint per epoch, and submits it. Sets $job.
 submit() {
   local spares=$1 script=$2 args=$3 launcher=${4:-srun} stall=${5:-60s}
@@ -85,7 +86,7 @@ output: $work/job.out
 pre: 'echo "run \${SLURM_RESTART_COUNT:-0} on \$SLURM_JOB_NODELIST"'
 checkpoint: {dir: $work/ckpt}
 preflight: {timeout: 30s}
-watchdog: {timeout: $stall, grace: 20s}
+watchdog: {timeout: $stall, startup: 120s, grace: 20s}
 heal: {max_requeues: 2}
 JOB
   # The local profile's partition holds 3 nodes; this cluster has 4.
