@@ -81,13 +81,17 @@ void add_container(Plan& plan, const Job& job, const Profile& profile) {
 // `sbatch --nodes` at submission is followed) times the processes per node, and the address and
 // port are the ones exported to the task. On nodes without GPUs ACCELERATE_USE_CPU=true, or
 // accelerate's own code looks for a GPU backend on every rank.
+// accelerate hands torch.distributed.run its own --tee, default 0, over torchrun's PET_TEE: a
+// PET_TEE in the task's environment (a profile's workaround for a torchrun that crashes on 0, a
+// job's env) becomes accelerate's --tee, before the job's own options, which still win.
 void set_accelerate(Plan& plan, const Job& job) {
   const long world = plan.nodes * plan.procs_per_node;
   plan.wrapper_exec = std::string(plan.gpus_per_node == 0 ? "ACCELERATE_USE_CPU=true " : "") +
                       "exec accelerate launch --num_machines=\"$NNODES\" "
                       "--machine_rank=\"$NODE_RANK\" --main_process_ip=\"$MASTER_ADDR\" "
                       "--main_process_port=\"$MASTER_PORT\" --num_processes=\"$((NNODES * " +
-                      std::to_string(plan.procs_per_node) + "))\" \"$@\"";
+                      std::to_string(plan.procs_per_node) +
+                      "))\" ${PET_TEE:+--tee=\"$PET_TEE\"} \"$@\"";
   // Without a config file, --multi_gpu selects accelerate's torch.distributed launcher, which
   // starts procs_per_node processes on CPU nodes as on GPU nodes (accelerate refuses it for one
   // process, which its simple launcher runs); a config file chooses for itself (FSDP,
