@@ -314,6 +314,18 @@ EnvList ordered_env(const Job& job) {
   return out;
 }
 
+// The site's modules, its container modules when the job has a container, then the job's.
+void add_modules(Plan& plan, const Job& job, const Profile& profile) {
+  plan.module_purge = profile.module_purge;
+  plan.module_use = profile.module_use;
+  plan.modules = profile.modules;
+  if (job.container)
+    plan.modules.insert(plan.modules.end(), profile.container_modules.begin(),
+                        profile.container_modules.end());
+  plan.modules.insert(plan.modules.end(), job.modules.begin(), job.modules.end());
+  plan.job_modules = job.modules.size();
+}
+
 Plan make_plan(const Job& job, const Profile& profile) {
   // A sweep's rules first: they say why a reference cannot name its output.
   detail::check_runs(job);
@@ -365,13 +377,7 @@ Plan make_plan(const Job& job, const Profile& profile) {
                   "0-" + std::to_string(plan.sweep_tasks.size() - 1) +
                       (plan.sweep_parallel > 0 ? "%" + std::to_string(plan.sweep_parallel) : ""));
 
-  plan.module_purge = profile.module_purge;
-  plan.module_use = profile.module_use;
-  plan.modules = profile.modules;
-  if (job.container)
-    plan.modules.insert(plan.modules.end(), profile.container_modules.begin(),
-                        profile.container_modules.end());
-  plan.modules.insert(plan.modules.end(), job.modules.begin(), job.modules.end());
+  add_modules(plan, job, profile);
   plan.site_env = with_fabric(profile);
   plan.job_env = ordered_env(job);
   return plan;

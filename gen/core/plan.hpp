@@ -43,7 +43,8 @@ struct Plan {
   std::optional<long> cpus_per_task;  // also repeated on srun
   bool module_purge = false;
   std::vector<std::string> module_use;
-  std::vector<std::string> modules;
+  std::vector<std::string> modules;  // the site's, then the job's
+  std::size_t job_modules = 0;        // the last ones: their run-time references expand
   EnvList site_env;  // trusted: $NAME references expand
   EnvList job_env;   // literal but for run-time references
   std::optional<Activate> activate;

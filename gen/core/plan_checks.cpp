@@ -52,19 +52,67 @@ std::vector<std::string> reference_names(const Job& job, const Profile& profile)
   return names;
 }
 
+// What modules and activate may reference: they run before env is exported, so Slurm's job
+// variables, the site's variables and a sweep's values only.
+std::vector<std::string> early_reference_names(const Job& job, const Profile& profile) {
+  std::vector<std::string> names = refs::slurm_job_variables();
+  names.insert(names.end(), profile.variables.begin(), profile.variables.end());
+  const auto sweep = sweep_variables(job);
+  names.insert(names.end(), sweep.begin(), sweep.end());
+  return names;
+}
+
+// One value's references against the names it may use: an error for one that cannot expand, a
+// warning for each "$NAME" that stays as written.
+void check_value(const Job& job, const std::vector<std::string>& allowed, const std::string& key,
+                 const std::string& shown, const std::string& value,
+                 std::vector<Error>& warnings) {
+  if (auto problem = refs::problem(value, allowed, shown)) {
+    for (const auto& name : refs::names(value))
+      if (std::ranges::any_of(job.env, [&](const auto& e) { return e.first == name; }) &&
+          !std::ranges::count(allowed, name))
+        reject(job, key,
+               ddp::text::quote(shown) + ": ${" + name +
+                   "} is an env key, and env is exported after modules and activate run: "
+                   "write its value here");
+    reject(job, key, *problem);
+  }
+  for (const auto& name : refs::unbraced(value, allowed))
+    warnings.push_back({ddp::text::quote(shown) + ": $" + name + " stays as written; write ${" +
+                            name + "} for its value when the job runs",
+                        job.at(key)});
+  for (const auto& name : refs::unbraced_unknown(value, allowed))
+    warnings.push_back({ddp::text::quote(shown) + ": $" + name +
+                            " stays as written: the job knows no variable " + name +
+                            " (a job's own go in env:, a site's in its profile's variables:)",
+                        job.at(key)});
+}
+
 std::vector<Error> check_references(const Job& job, const Profile& profile) {
   const auto names = reference_names(job, profile);
+  const auto early = early_reference_names(job, profile);
   std::vector<Error> warnings;
   auto check = [&](const std::string& key, const std::string& shown, const std::string& value) {
-    if (auto problem = refs::problem(value, names, shown)) reject(job, key, *problem);
-    for (const auto& name : refs::unbraced(value, names))
-      warnings.push_back({ddp::text::quote(shown) + ": $" + name + " stays as written; write ${" +
-                              name + "} for its value when the job runs",
-                          job.at(key)});
+    check_value(job, names, key, shown, value, warnings);
   };
-  for (std::size_t i = 0; i < job.args.size(); ++i)
-    check("args", "args[" + std::to_string(i) + "]", job.args[i]);
+  auto check_list = [&](const std::string& key, const std::vector<std::string>& list) {
+    for (std::size_t i = 0; i < list.size(); ++i)
+      check(key, key + "[" + std::to_string(i) + "]", list[i]);
+  };
+  check_list("args", job.args);
+  // The command's words: the srun line and the wrapper expand them in the batch shell, after
+  // env is exported.
+  check("script", "script", job.script);
+  check_list("python", job.python);
+  check_list("task_prefix", job.task_prefix);
+  check_list("srun", job.srun);
+  if (!job.accelerate_config.empty())
+    check("accelerate", "accelerate.config_file", job.accelerate_config);
   for (const auto& [key, value] : job.env) check("env", "env." + key, value);
+  for (std::size_t i = 0; i < job.modules.size(); ++i)
+    check_value(job, early, "modules", "modules[" + std::to_string(i) + "]", job.modules[i],
+                warnings);
+  if (job.activate) check_value(job, early, "activate", "activate", job.activate->value, warnings);
   if (job.checkpoint) check("checkpoint", "checkpoint.dir", job.checkpoint->dir);
   if (job.logs) check("logs", "logs.dir", job.logs->dir);
   if (job.container) {

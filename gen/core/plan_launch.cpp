@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gen/core/plan_parts.hpp"
+#include "gen/core/references.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddpgen::detail {
@@ -97,20 +98,31 @@ void set_accelerate(Plan& plan, const Job& job) {
   // process, which its simple launcher runs); a config file chooses for itself (FSDP,
   // DeepSpeed) and is not overridden.
   if (!job.accelerate_config.empty())
-    plan.wrapper_args.push_back({"--config_file=", job.accelerate_config});
+    plan.wrapper_args.push_back(expanding("--config_file=", refs::home_tilde(job.accelerate_config)));
   else if (world > 1)
     plan.wrapper_args.push_back({"--multi_gpu", {}});
 }
 
+// A list of the job's words, the first one a path: run-time references expand, and a leading
+// "~" is the home directory, as in the shell.
+std::vector<Word> path_and_words(const std::vector<std::string>& list) {
+  std::vector<Word> out;
+  for (std::size_t i = 0; i < list.size(); ++i)
+    out.push_back(expanding("", i == 0 ? refs::home_tilde(list[i]) : list[i]));
+  return out;
+}
+
 void add_command(Plan& plan, const Job& job, const Profile& profile) {
-  const auto& python = job.python.empty() ? profile.python : job.python;
+  std::vector<Word> python = path_and_words(job.python);
+  if (job.python.empty())
+    for (const auto& word : profile.python) python.push_back({"", word});
   auto& cmd = plan.command_words;
   plan.wrapped = !plan.plugin || job.launcher == Launcher::accelerate;
   plan.wrapper_exec = "exec \"$@\"";
   switch (job.launcher) {
     case Launcher::torchrun:
       // A job's python runs torchrun as its module ("python3 -u -m torch.distributed.run").
-      for (const auto& word : job.python) cmd.push_back({"", word});
+      if (!job.python.empty()) cmd.insert(cmd.end(), python.begin(), python.end());
       // The underscore spelling: torchrun before PyTorch 2.0 (Debian 12's 1.13) knows no
       // other, and later releases still accept it.
       cmd.push_back({std::string(job.python.empty() ? "torchrun" : "-m torch.distributed.run") +
@@ -121,7 +133,7 @@ void add_command(Plan& plan, const Job& job, const Profile& profile) {
       set_accelerate(plan, job);
       break;
     case Launcher::srun:
-      for (const auto& word : python) cmd.push_back({"", word});
+      cmd.insert(cmd.end(), python.begin(), python.end());
       break;
     case Launcher::lightning:
       // Lightning's SLURM environment takes its global rank from SLURM_PROCID and its address
@@ -131,25 +143,25 @@ void add_command(Plan& plan, const Job& job, const Profile& profile) {
       // process gets SLURM_PROCID=RANK (the same value under block distribution in list order).
       plan.wrapped = true;
       plan.wrapper_exec = "SLURM_PROCID=$RANK; exec \"$@\"";
-      for (const auto& word : python) cmd.push_back({"", word});
+      cmd.insert(cmd.end(), python.begin(), python.end());
       break;
     case Launcher::none:
       plan.wrapped = false;
       if (job.script.ends_with(".py"))
-        for (const auto& word : python) cmd.push_back({"", word});
+        cmd.insert(cmd.end(), python.begin(), python.end());
       break;
     case Launcher::fairseq:
       cmd.push_back({"fairseq-train", {}});
       break;
   }
-  cmd.push_back({"", job.script});
+  cmd.push_back(expanding("", refs::home_tilde(job.script)));
   for (const auto& a : job.args) cmd.push_back(expanding("", a));
 }
 
 }  // namespace
 
 void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_per_node) {
-  for (const auto& word : job.task_prefix) plan.prefix_words.push_back({"", word});
+  plan.prefix_words = path_and_words(job.task_prefix);
   if (job.launcher == Launcher::none) {
     plan.batch_launch = true;
     add_command(plan, job, profile);
@@ -172,7 +184,7 @@ void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_p
     s.push_back({"--ntasks=" + std::to_string(job.nodes * tasks_per_node), {}});
   }
   for (const auto& option : job.srun)
-    if (option != "--kill-on-bad-exit=1") s.push_back({"", option});
+    if (option != "--kill-on-bad-exit=1") s.push_back(expanding("", option));
   if (job.container) add_container(plan, job, profile);
   add_command(plan, job, profile);
 }

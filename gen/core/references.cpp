@@ -130,6 +130,11 @@ std::optional<std::string> reserved(std::string_view name) {
   return std::nullopt;
 }
 
+std::string home_tilde(std::string_view path) {
+  if (path == "~" || path.starts_with("~/")) return "${HOME}" + std::string(path.substr(1));
+  return std::string(path);
+}
+
 std::vector<std::string> names(std::string_view text) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -159,7 +164,11 @@ std::optional<std::string> problem(std::string_view text, const std::vector<std:
   return std::nullopt;
 }
 
-std::vector<std::string> unbraced(std::string_view text, const std::vector<std::string>& allowed) {
+namespace {
+
+// The names text writes as "$NAME" without braces, known to allowed or not (`known`).
+std::vector<std::string> dollar_names(std::string_view text, const std::vector<std::string>& allowed,
+                                      bool known) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i + 1 < text.size(); ++i) {
     if (text[i] != '$') continue;
@@ -168,10 +177,21 @@ std::vector<std::string> unbraced(std::string_view text, const std::vector<std::
            (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
       ++end;
     const std::string name(text.substr(i + 1, end - i - 1));
-    if (ddp::is_env_name(name) && contains(allowed, name)) out.push_back(name);
+    if (ddp::is_env_name(name) && contains(allowed, name) == known) out.push_back(name);
     i = end - 1;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::string> unbraced(std::string_view text, const std::vector<std::string>& allowed) {
+  return dollar_names(text, allowed, true);
+}
+
+std::vector<std::string> unbraced_unknown(std::string_view text,
+                                          const std::vector<std::string>& allowed) {
+  return dollar_names(text, allowed, false);
 }
 
 std::optional<std::string> filename_pattern(std::string_view text, std::string* out) {

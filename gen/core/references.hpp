@@ -34,9 +34,18 @@ std::vector<std::string> names(std::string_view text);
 std::optional<std::string> problem(std::string_view text, const std::vector<std::string>& allowed,
                                    const std::string& key);
 
+// A path that starts with "~" or "~/" as one with "${HOME}" there, so that it expands as the
+// shell would expand it unquoted; any other text as it is ("~user" stays as written).
+std::string home_tilde(std::string_view path);
+
 // Returns the names in allowed that text writes as "$NAME" without braces: they stay literal,
 // which is rarely what a value such as "$SCRATCH/img.sif" means (a warning says so).
 std::vector<std::string> unbraced(std::string_view text, const std::vector<std::string>& allowed);
+
+// Returns the other names text writes as "$NAME": no variable the job is known to have, so
+// they stay literal too ("$VER" in a module name; a warning says so).
+std::vector<std::string> unbraced_unknown(std::string_view text,
+                                          const std::vector<std::string>& allowed);
 
 // Returns text with its references replaced by the patterns sbatch expands in --output and
 // --error (${SLURM_JOB_ID} -> %j, ${SLURM_ARRAY_TASK_ID} -> %a, ...), or why one has none:

@@ -3,6 +3,7 @@
 #include <kainjow/mustache.hpp>
 
 #include "gen/core/invocation.hpp"
+#include "gen/core/references.hpp"
 #include "gen/core/shell.hpp"
 #include "libddp/util/shell.hpp"
 #include "libddp/util/text.hpp"
@@ -147,8 +148,11 @@ mu::data activate_data(const Plan& plan) {
   out.set("conda", a.kind == Activate::Kind::conda);
   out.set("venv", a.kind == Activate::Kind::venv);
   out.set("source", a.kind == Activate::Kind::source);
+  // The path (or conda's environment name) as the job wrote it, a leading "~" its home and
+  // its run-time references expanded (the names the batch shell has before env is exported).
+  const std::string value = refs::home_tilde(a.value);
   out.set("value",
-          ddp::shell::quote(a.kind == Activate::Kind::venv ? a.value + "/bin/activate" : a.value));
+          shell::quote_expanding(a.kind == Activate::Kind::venv ? value + "/bin/activate" : value));
   return out;
 }
 
@@ -252,7 +256,15 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("has_modules", has_modules);
   d.set("module_purge", plan.module_purge);
   d.set("module_use", string_list(plan.module_use));
-  d.set("modules", string_list(plan.modules));
+  // Quoted here: a job's module names may hold run-time references (${HOME}, Slurm's job
+  // variables), which expand; the site's arrive as written.
+  mu::data modules{mu::data::type::list};
+  for (std::size_t i = 0; i < plan.modules.size(); ++i) {
+    const std::string& m = plan.modules[i];
+    const bool job = i + plan.job_modules >= plan.modules.size();
+    modules.push_back(mu::data("name", job ? shell::quote_expanding(m) : ddp::shell::quote(m)));
+  }
+  d.set("modules", modules);
   d.set("has_site_env", !plan.site_env.empty());
   d.set("site_env", env_list(plan.site_env, true));
   d.set("has_job_env", !plan.job_env.empty());

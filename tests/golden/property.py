@@ -14,7 +14,9 @@ render a script that, run by bash with stub commands first on a PATH holding not
   - writes #SBATCH values as one exact line each, all before the first command (sbatch
     ignores every #SBATCH after it).
 Comment-only fields (description, notes, ...) must change no command at all. In the fields
-that take run-time references (args, env values, output, error, checkpoint.dir, container.*),
+that take run-time references (args, env values, output, error, checkpoint.dir, container.*,
+the script, task_prefix, srun options, a job's modules and activate, where a leading ~ is
+${HOME}),
 and a sweep's values (which task 0 exports as SWEEP_P and passes on through ${SWEEP_P}),
 ${NAME} of an allowed name arrives expanded as the batch shell has it (--output and --error as
 sbatch's %j, %x, ... patterns) and every other byte as written; pre: and post: are code by
@@ -435,7 +437,20 @@ def job_shell_env(job, batch_env):
     return env
 
 
-def check_arrival(kind, value, job, profile, script, log, batch_env):
+def home_tilde(path):
+    """A leading ~ as ${HOME}, as ddpgen writes it for the paths it expands."""
+    return "${HOME}" + path[1:] if path == "~" or path.startswith("~/") else path
+
+
+def early_env(job, batch_env):
+    """The variables modules and activate expand with: the batch shell's and the sweep's."""
+    env = dict(batch_env)
+    if "sweep" in job:
+        env["SWEEP_P"] = job["sweep"]["parameters"]["p"][0]
+    return env
+
+
+def check_arrival(where, kind, value, job, profile, script, log, batch_env):
     """Returns what is wrong with how value arrived, or None."""
     env = job_shell_env(job, batch_env)
     b = expand_refs(value, env).encode()
@@ -466,18 +481,20 @@ def check_arrival(kind, value, job, profile, script, log, batch_env):
         return None if want in directives else f"no #SBATCH line {want!r}"
     if kind == "command":
         python = [w for w in get_path(profile, "python").split(" ") if w]
-        words = [w.encode() for w in python] + [job["script"].encode()]
+        words = [w.encode() for w in python] + [expand_refs(home_tilde(job["script"]), env).encode()]
         words += [expand_refs(a, env).encode() for a in job["args"]]
         n = len(words)
         ok = any(srun_args[i:i + n] == words for i in range(len(srun_args) - n + 1))
         return None if ok else f"srun got {srun_args!r}, expected the words {words!r}"
     if kind in ("srun-option", "prefix"):
-        want = [b"numactl", value.encode()] if kind == "prefix" else [value.encode()]
+        want = [b"numactl", b] if kind == "prefix" else [b]
         n = len(want)
         ok = any(srun_args[i:i + n] == want for i in range(len(srun_args) - n + 1))
         return None if ok else f"srun got {srun_args!r}, expected {want!r}"
     if kind == "conda":
-        ok = any(args == [b"activate", value.encode()] for args, _ in by_name.get("conda", []))
+        # Before env is exported: the batch shell's variables and the sweep's only.
+        early = expand_refs(home_tilde(value), early_env(job, batch_env)).encode()
+        ok = any(args == [b"activate", early] for args, _ in by_name.get("conda", []))
         return None if ok else "no conda activate VALUE"
     if kind == "env":
         (k, v), = job["env"].items()
@@ -497,6 +514,9 @@ def check_arrival(kind, value, job, profile, script, log, batch_env):
         got, want = srun_env.get(k.encode()), expand_site(v, shell_vars).encode()
         return None if got == want else f"srun's {k} is {got!r}, expected {want!r}"
     if kind.startswith("module:"):
+        # A job's modules expand as activate does; the site's arrive as written.
+        if where == "job":
+            value = expand_refs(value, early_env(job, batch_env))
         want = [kind[len("module:"):].encode(), value.encode()]
         ok = any(args == want for args, _ in by_name.get("module", []))
         return None if ok else f"no module call {want!r}"
@@ -583,7 +603,8 @@ def run_case(runner, rng, index):
     if all(kind == "same" for _, _, kind, _ in values) and commands != plain:
         return "changed commands", report | {"log": commands, "plain": plain}
     for where, path, kind, value in values:
-        problem = check_arrival(kind, value, job, profile, r.stdout, log, runner.batch_env(d))
+        problem = check_arrival(where, kind, value, job, profile, r.stdout, log,
+                                runner.batch_env(d))
         if problem:
             return "did not arrive", report | {"field": path, "problem": problem}
     shutil.rmtree(d)

@@ -69,6 +69,16 @@ TEST(GenReferences, UnbracedKnownNamesAreNamedForAWarning) {
   EXPECT_EQ(refs::unbraced("$SCRATCH/img.sif:$USER $x ${USER} $1 $", allowed),
             (std::vector<std::string>{"SCRATCH", "USER"}));
   EXPECT_TRUE(refs::unbraced("${SCRATCH}/a $$ $HOME", allowed).empty());
+  EXPECT_EQ(refs::unbraced_unknown("$SCRATCH/img.sif:$USER $x ${USER} $1 $ pytorch/$VER", allowed),
+            (std::vector<std::string>{"x", "VER"}));
+}
+
+TEST(GenReferences, ALeadingTildeIsTheHomeDirectory) {
+  EXPECT_EQ(refs::home_tilde("~"), "${HOME}");
+  EXPECT_EQ(refs::home_tilde("~/venv"), "${HOME}/venv");
+  EXPECT_EQ(refs::home_tilde("~alice/venv"), "~alice/venv");
+  EXPECT_EQ(refs::home_tilde("a/~/b"), "a/~/b");
+  EXPECT_EQ(refs::home_tilde(""), "");
 }
 
 TEST(GenReferences, ExpandingWordsKeepEveryOtherByte) {
