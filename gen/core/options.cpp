@@ -165,14 +165,21 @@ std::vector<std::string> decode(const StrictReader& r, const YAML::Node& node,
              ddp::text::quote(path) + ": " + ddp::text::quote(list[i]) +
                  (why.starts_with(":") ? "" : " ") + why);
   };
-  // "[--gres=gpu:4,nvme:100]" is two items to YAML, the second without "--": said first, since
-  // the first half may be wrong on its own too.
-  for (std::size_t i = 1; i < list.size(); ++i)
-    if (node.Style() == YAML::EmitterStyle::Flow && !list[i].starts_with("-"))
+  // "[--cpu-bind, none]": an option and its value as two items, which must be one
+  // ("--cpu-bind=none"). "[--gres=gpu:4,nvme:100]" is two items to YAML, the second without
+  // "--". Said first, since the first half may be wrong on its own too.
+  for (std::size_t i = 1; i < list.size(); ++i) {
+    if (list[i].starts_with("-")) continue;
+    const std::string& before = list[i - 1];
+    if (before.starts_with("--") && before.find('=') == std::string::npos)
+      refuse(i, "is not an option: an option and its value are one item, as in " +
+                    ddp::text::quote(before + "=" + list[i]));
+    if (node.Style() == YAML::EmitterStyle::Flow)
       refuse(i,
              "is not an option: in a [...] list a comma separates items; quote an option "
              "that holds one, as in " +
-                 ddp::text::quote(list[i - 1] + "," + list[i]));
+                 ddp::text::quote(before + "," + list[i]));
+  }
   for (std::size_t i = 0; i < list.size(); ++i)
     if (auto why = problem(list[i], source)) refuse(i, *why);
   return list;
