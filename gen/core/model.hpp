@@ -105,6 +105,7 @@ struct Job {
   long spares = 0;  // nodes asked for beyond `nodes`, which replace a node that heal names
   std::optional<long> gpus_per_node;   // default: the chosen partition's GPUs per node
   std::optional<long> procs_per_node;  // default: gpus_per_node, or 1 when that is 0
+  std::optional<long> cpus_per_task;   // Slurm's, per task; default: the profile's cpus_per_gpu
   long time = 0;                       // seconds; required
   Launcher launcher = Launcher::torchrun;
   std::string script;

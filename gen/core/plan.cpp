@@ -123,8 +123,19 @@ void add_directive(Plan& plan, const std::string& option, const std::string& val
   plan.directives.push_back(option + value);
 }
 
-// --cpus-per-task, or nothing when the profile sets no cpus_per_gpu or the job has no GPUs.
-std::optional<long> cpus_per_task(const Profile& profile, const Choice& c, long tasks_per_node) {
+// --cpus-per-task: the job's, else from the profile's cpus_per_gpu; nothing when neither says
+// (a CPU job without the key).
+std::optional<long> cpus_per_task(const Job& job, const Profile& profile, const Choice& c,
+                                  long tasks_per_node) {
+  if (job.cpus_per_task) {
+    if (c.node.cores > 0 && *job.cpus_per_task * tasks_per_node > c.node.cores)
+      reject(job, "cpus_per_task",
+             "\"cpus_per_task\": " + std::to_string(*job.cpus_per_task) + " CPUs for each of " +
+                 std::to_string(tasks_per_node) + " task(s) per node is more than the " +
+                 std::to_string(c.node.cores) + " cores of partition " +
+                 ddp::text::quote(c.partition->name) + "'s nodes");
+    return job.cpus_per_task;
+  }
   const long gpn = c.gpus_per_node;
   if (profile.cpus_per_gpu <= 0 || gpn <= 0) return std::nullopt;
   // Never more cores than the node has for jobs (Ibex keeps 2 per node for its filesystem).
@@ -179,7 +190,7 @@ void add_resources(Plan& plan, const Job& job, const Profile& profile, const Cho
   if (!job.qos.empty()) add_directive(plan, "--qos=", job.qos);
   add_directive(plan, "--nodes=", std::to_string(job.nodes + job.spares));
   add_directive(plan, "--ntasks-per-node=", std::to_string(tasks_per_node));
-  plan.cpus_per_task = cpus_per_task(profile, c, tasks_per_node);
+  plan.cpus_per_task = cpus_per_task(job, profile, c, tasks_per_node);
   if (plan.cpus_per_task)
     add_directive(plan, "--cpus-per-task=", std::to_string(*plan.cpus_per_task));
   const long gpn = c.gpus_per_node;

@@ -29,7 +29,7 @@ TEST(GenOptions, ComputedOptionsNameTheKeyToSet) {
       {"--nodes=1", Source::profile_sbatch, "which a profile cannot set"},
       {"--gres=gpu:a100:2,nvme:10", Source::job_sbatch, "gpus_per_node"},
       {"--qos=debug", Source::job_sbatch, "\"qos\""},
-      {"--cpus-per-task=4", Source::job_sbatch, "cpus_per_gpu"},
+      {"--cpus-per-task=4", Source::job_sbatch, "\"cpus_per_task\""},
       {"-N", Source::job_sbatch, "long form"},
       {"--a b", Source::job_sbatch, "not one --option"},
       {"--comment=a;b", Source::job_sbatch, "#SBATCH"},

@@ -170,8 +170,9 @@ TEST(Settings, JobIntegerRowsHoldTheReadersBounds) {
     ++checked;
   }
   // nodes, gpus_per_node, procs_per_node, checkpoint.signal_time, checkpoint.max_restarts,
-  // heal.max_requeues, sweep.parallel, spares, heal.max_respawns: a new integer row adds one.
-  EXPECT_EQ(checked, 9);
+  // heal.max_requeues, sweep.parallel, spares, heal.max_respawns, cpus_per_task: a new integer
+  // row adds one.
+  EXPECT_EQ(checked, 10);
 }
 
 TEST(Settings, JobSectionChecksRunAfterTheRows) {
