@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "gen/core/shell.hpp"
+#include "libddp/util/shell.hpp"
 #include "libddp/util/rules.hpp"
 #include "libddp/util/text.hpp"
 
@@ -28,12 +29,40 @@ constexpr std::pair<std::string_view, std::string_view> k_patterns[] = {
     {"SLURM_JOB_USER", "%u"},
 };
 
-// The end of the reference "${NAME}" at text[at], or at when there is none there.
-std::size_t reference_end(std::string_view text, std::size_t at) {
-  if (text.substr(at, 2) != "${") return at;
+// A reference at text[at]: "${NAME}", or "${NAME:-TEXT}" (the variable when it is set and not
+// empty, else TEXT, which runs to the first '}').
+struct Ref {
+  std::size_t end = 0;
+  std::string_view name;
+  std::optional<std::string_view> fallback;
+};
+
+std::optional<Ref> ref_at(std::string_view text, std::size_t at) {
+  if (text.substr(at, 2) != "${") return std::nullopt;
   const auto close = text.find('}', at + 2);
-  if (close == std::string_view::npos || close == at + 2) return at;
-  return ddp::is_env_name(text.substr(at + 2, close - at - 2)) ? close + 1 : at;
+  if (close == std::string_view::npos) return std::nullopt;
+  const std::string_view inside = text.substr(at + 2, close - at - 2);
+  const auto sep = inside.find(":-");
+  Ref r{close + 1, inside.substr(0, sep), std::nullopt};
+  if (!ddp::is_env_name(r.name)) return std::nullopt;
+  if (sep != std::string_view::npos) r.fallback = inside.substr(sep + 2);
+  return r;
+}
+
+// The end of the reference at text[at], or at when there is none there.
+std::size_t reference_end(std::string_view text, std::size_t at) {
+  const auto r = ref_at(text, at);
+  return r ? r->end : at;
+}
+
+std::vector<Ref> refs_of(std::string_view text) {
+  std::vector<Ref> out;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (auto r = ref_at(text, i)) {
+      out.push_back(*r);
+      i = r->end - 1;
+    }
+  return out;
 }
 
 bool contains(const std::vector<std::string>& list, std::string_view name) {
@@ -137,29 +166,37 @@ std::string home_tilde(std::string_view path) {
 
 std::vector<std::string> names(std::string_view text) {
   std::vector<std::string> out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const std::size_t end = reference_end(text, i);
-    if (end == i) continue;
-    out.emplace_back(text.substr(i + 2, end - i - 3));
-    i = end - 1;
-  }
+  for (const Ref& r : refs_of(text)) out.emplace_back(r.name);
   return out;
 }
 
 std::optional<std::string> problem(std::string_view text, const std::vector<std::string>& allowed,
                                    const std::string& key) {
-  for (const auto& name : names(text)) {
-    if (contains(allowed, name)) continue;
-    const std::string head = ddp::text::quote(key) + ": ${" + name + "} ";
-    if (contains(per_task_variables(), name))
+  for (const Ref& r : refs_of(text)) {
+    const std::string name(r.name);
+    const std::string head = ddp::text::quote(key) + ": ${" + name + (r.fallback ? ":-" : "") +
+                             std::string(r.fallback.value_or("")) + "} ";
+    const bool known = contains(allowed, name);
+    if (!known && contains(per_task_variables(), name))
       return head + "differs per task, and values expand once, in the batch shell: read " + name +
              " in the program instead";
+    // ${NAME:-TEXT}: any variable of the job's environment (sbatch exports the submitting
+    // shell's), else TEXT, which stays plain text.
+    if (r.fallback) {
+      if (!std::ranges::all_of(*r.fallback,
+                               [](char c) { return ddp::shell::is_bare_safe(c) || c == ' '; }))
+        return head + "has a default with other characters than letters, digits, spaces and " +
+               "_ - . / : = , + @ %; put other text outside the braces";
+      continue;
+    }
+    if (known) continue;
     std::string message = head + "is not a variable this job can rely on";
     const std::string close = ddp::text::did_you_mean(name, allowed);
     if (!close.empty()) message += " (did you mean ${" + close + "}?)";
     return message + "; names that expand: Slurm's job variables (SLURM_JOB_ID, " +
            "SLURM_ARRAY_TASK_ID, SLURM_SUBMIT_DIR, ...), USER, HOME, the job's env keys and " +
-           "the profile's variables";
+           "the profile's variables; ${" + name + ":-DEFAULT} takes " + name +
+           " from the job's environment (sbatch exports the submitting shell's), else DEFAULT";
   }
   return std::nullopt;
 }

@@ -76,15 +76,30 @@ std::optional<Alternate> alternate_at(std::string_view text, std::size_t at) {
 
 }  // namespace
 
+// The end of a job value's run-time reference at text[at]: "${NAME}", or "${NAME:-TEXT}" whose
+// TEXT is plain (letters, digits, spaces, _ - . / : = , + @ %), which bash takes literally inside
+// double quotes; at itself when there is none.
+std::size_t expanding_end(std::string_view text, std::size_t at) {
+  if (text.substr(at, 2) != "${") return at;
+  if (const std::size_t end = reference_end(text, at); end > at) return end;
+  const std::size_t name = name_end(text, at + 2);
+  if (name == at + 2 || text.substr(name, 2) != ":-") return at;
+  for (std::size_t i = name + 2; i < text.size(); ++i) {
+    if (text[i] == '}') return i + 1;
+    if (!is_bare_safe(text[i]) && text[i] != ' ') return at;
+  }
+  return at;
+}
+
 std::string quote_expanding(std::string_view text) {
   bool has_reference = false;
   for (std::size_t i = 0; i < text.size() && !has_reference; ++i)
-    has_reference = text.substr(i, 2) == "${" && reference_end(text, i) > i;
+    has_reference = expanding_end(text, i) > i;
   if (!has_reference) return ddp::shell::quote(text);
   std::string out = "\"";
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (const std::size_t end = text.substr(i, 2) == "${" ? reference_end(text, i) : i; end > i) {
+    if (const std::size_t end = expanding_end(text, i); end > i) {
       out.append(text.substr(i, end - i));
       i = end - 1;
     } else if (c == '$' || c == '`' || c == '"' || c == '\\') {

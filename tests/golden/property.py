@@ -124,9 +124,13 @@ def expand_site(value, env):
     return text
 
 
+PLAIN = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@% ")
+
+
 def expand_refs(value, env, patterns=False):
-    """A job value with its ${NAME} references expanded from env (or, with patterns, replaced by
-    sbatch's filename patterns); every other character as written."""
+    """A job value with its ${NAME} and ${NAME:-TEXT} (TEXT plain) references expanded from env
+    (or, with patterns, ${NAME} replaced by sbatch's filename patterns); every other character as
+    written."""
     out, i = [], 0
     while i < len(value):
         if value.startswith("${", i):
@@ -135,6 +139,12 @@ def expand_refs(value, env, patterns=False):
             if name and value[end:end + 1] == "}" and len(name) == end - i - 2:
                 out.append(FILE_PATTERNS.get(name, "?") if patterns else env.get(name, ""))
                 i = end + 1
+                continue
+            close = value.find("}", end)
+            if (name and not patterns and value[end:end + 2] == ":-" and close > 0 and
+                    set(value[end + 2:close]) <= PLAIN):
+                out.append(env.get(name, "") or value[end + 2:close])
+                i = close + 1
                 continue
         out.append(value[i])
         i += 1

@@ -31,7 +31,7 @@ TEST(GenDuration, ParsesSlurmFormats) {
 
 TEST(GenShell, QuotesToOneWord) {
   // Without a run-time reference a word is the one quoter's (libddp/util/shell.hpp).
-  for (const char* text : {"train.py", "a b", "it's", "$HOME", "${X:-y}", ""})
+  for (const char* text : {"train.py", "a b", "it's", "$HOME", "${X:-y;z}", ""})
     EXPECT_EQ(shell::quote_expanding(text), ddp::shell::quote(text)) << text;
   EXPECT_EQ(shell::quote_expanding("it's"), "'it'\\''s'");
   EXPECT_TRUE(shell::sbatch_value_problem("a\nb"));

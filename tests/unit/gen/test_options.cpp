@@ -73,6 +73,23 @@ TEST(GenReferences, UnbracedKnownNamesAreNamedForAWarning) {
             (std::vector<std::string>{"x", "VER"}));
 }
 
+TEST(GenReferences, ADefaultTakesAnyVariableOfTheJobsEnvironmentAndPlainText) {
+  const std::vector<std::string> allowed = {"SLURM_JOB_ID"};
+  EXPECT_FALSE(refs::problem("--lr=${LR:-3e-4} ${EPOCHS:-} ${A:-a b/c}", allowed, "args[0]"));
+  EXPECT_EQ(refs::names("${LR:-3e-4}${SLURM_JOB_ID}"),
+            (std::vector<std::string>{"LR", "SLURM_JOB_ID"}));
+  auto per_task = refs::problem("${RANK:-0}", allowed, "args[0]");
+  ASSERT_TRUE(per_task);
+  EXPECT_NE(per_task->find("differs per task"), std::string::npos) << *per_task;
+  auto code = refs::problem("${LR:-$(id)}", allowed, "args[0]");
+  ASSERT_TRUE(code);
+  EXPECT_NE(code->find("put other text outside the braces"), std::string::npos) << *code;
+  EXPECT_EQ(shell::quote_expanding("--lr=${LR:-3e-4}"), "\"--lr=${LR:-3e-4}\"");
+  // A default that is not plain text is no reference: every byte stays literal.
+  EXPECT_EQ(shell::quote_expanding("${LR:-a;b}"), "'${LR:-a;b}'");
+  EXPECT_EQ(shell::quote_expanding("${LR:-a\"b} ${X}"), "\"\\${LR:-a\\\"b} ${X}\"");
+}
+
 TEST(GenReferences, ALeadingTildeIsTheHomeDirectory) {
   EXPECT_EQ(refs::home_tilde("~"), "${HOME}");
   EXPECT_EQ(refs::home_tilde("~/venv"), "${HOME}/venv");
@@ -85,7 +102,8 @@ TEST(GenReferences, ExpandingWordsKeepEveryOtherByte) {
   EXPECT_EQ(shell::quote_expanding("plain"), "plain");
   EXPECT_EQ(shell::quote_expanding("it's $HOME"), "'it'\\''s $HOME'");
   EXPECT_EQ(shell::quote_expanding("/s/${USER}/$x`y`\"\\"), "\"/s/${USER}/\\$x\\`y\\`\\\"\\\\\"");
-  EXPECT_EQ(shell::quote_expanding("${A:-b}${B}"), "\"\\${A:-b}${B}\"");
+  EXPECT_EQ(shell::quote_expanding("${A:-b}${B}"), "\"${A:-b}${B}\"");
+  EXPECT_EQ(shell::quote_expanding("${A:-b;c}${B}"), "\"\\${A:-b;c}${B}\"");
 }
 
 TEST(GenReferences, OutputFilesUseSbatchPatterns) {
