@@ -55,10 +55,13 @@ std::size_t reference_end(std::string_view text, std::size_t at) {
   return r ? r->end : at;
 }
 
+// "$${" writes a literal "${" (Hydra's and OmegaConf's ${key}): no reference starts there.
 std::vector<Ref> refs_of(std::string_view text) {
   std::vector<Ref> out;
   for (std::size_t i = 0; i < text.size(); ++i)
-    if (auto r = ref_at(text, i)) {
+    if (text.substr(i, 3) == "$${")
+      ++i;
+    else if (auto r = ref_at(text, i)) {
       out.push_back(*r);
       i = r->end - 1;
     }
@@ -196,7 +199,8 @@ std::optional<std::string> problem(std::string_view text, const std::vector<std:
     return message + "; names that expand: Slurm's job variables (SLURM_JOB_ID, " +
            "SLURM_ARRAY_TASK_ID, SLURM_SUBMIT_DIR, ...), USER, HOME, the job's env keys and " +
            "the profile's variables; ${" + name + ":-DEFAULT} takes " + name +
-           " from the job's environment (sbatch exports the submitting shell's), else DEFAULT";
+           " from the job's environment (sbatch exports the submitting shell's), else DEFAULT; $${" +
+           name + "} is a literal ${" + name + "} (Hydra, OmegaConf)";
   }
   return std::nullopt;
 }

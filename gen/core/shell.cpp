@@ -92,13 +92,25 @@ std::size_t expanding_end(std::string_view text, std::size_t at) {
 }
 
 std::string quote_expanding(std::string_view text) {
-  bool has_reference = false;
-  for (std::size_t i = 0; i < text.size() && !has_reference; ++i)
+  // "$${" is the escape of a literal "${".
+  bool has_reference = false, has_escape = false;
+  for (std::size_t i = 0; i < text.size() && !has_reference; ++i) {
+    if (text.substr(i, 3) == "$${") {
+      has_escape = true;
+      ++i;
+      continue;
+    }
     has_reference = expanding_end(text, i) > i;
-  if (!has_reference) return ddp::shell::quote(text);
+  }
+  if (!has_reference && !has_escape) return ddp::shell::quote(text);
   std::string out = "\"";
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    if (text.substr(i, 3) == "$${") {
+      out += "\\${";
+      i += 2;
+      continue;
+    }
     if (const std::size_t end = expanding_end(text, i); end > i) {
       out.append(text.substr(i, end - i));
       i = end - 1;

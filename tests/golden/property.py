@@ -96,7 +96,8 @@ FRAGMENTS = [
     "$$", "$DDPT_SET", "${DDPT_SET}", "${DDPT_EMPTY}", "${DDPT_UNSET}", "${DDPT_SET:+",
     "${DDPT_EMPTY:+", "${DDPT_UNSET:+", ":+", "${DDPT_SET:-x}", "<<EOF", "\\n", "%j",
     "${SLURM_JOB_ID}", "${USER}", "${PT_VAR}", "${PT_JOB}", "${SLURM_PROCID}", "${HOME}",
-    "${SLURM_ARRAY_TASK_ID}", "${SLURM_JOB_NAME}",
+    "${SLURM_ARRAY_TASK_ID}", "${SLURM_JOB_NAME}", "${DDPT_UNSET:-d e}", "${DDPT_EMPTY:-}",
+    "$${lr}", "$${", "~/",
 ]
 # Run-time references: what the batch shell expands, and sbatch's patterns for #SBATCH files.
 FILE_PATTERNS = {"SLURM_JOB_ID": "%j", "SLURM_JOBID": "%j", "SLURM_ARRAY_JOB_ID": "%A",
@@ -133,6 +134,10 @@ def expand_refs(value, env, patterns=False):
     written."""
     out, i = [], 0
     while i < len(value):
+        if not patterns and value.startswith("$${", i):
+            out.append("${")
+            i += 3
+            continue
         if value.startswith("${", i):
             name = _name_at(value, i + 2)
             end = i + 2 + len(name)

@@ -104,6 +104,11 @@ TEST(GenReferences, ExpandingWordsKeepEveryOtherByte) {
   EXPECT_EQ(shell::quote_expanding("/s/${USER}/$x`y`\"\\"), "\"/s/${USER}/\\$x\\`y\\`\\\"\\\\\"");
   EXPECT_EQ(shell::quote_expanding("${A:-b}${B}"), "\"${A:-b}${B}\"");
   EXPECT_EQ(shell::quote_expanding("${A:-b;c}${B}"), "\"\\${A:-b;c}${B}\"");
+  // $${ is a literal ${ (Hydra's and OmegaConf's ${key}); $$ alone stays as written.
+  EXPECT_EQ(shell::quote_expanding("lr=$${optim.lr} $${lr}"), "\"lr=\\${optim.lr} \\${lr}\"");
+  EXPECT_EQ(shell::quote_expanding("$$"), "'$$'");
+  EXPECT_TRUE(refs::names("$${lr} $${HOME}").empty());
+  EXPECT_FALSE(refs::problem("model.lr=$${lr}", {}, "args[0]"));
 }
 
 TEST(GenReferences, OutputFilesUseSbatchPatterns) {
