@@ -156,6 +156,8 @@ void add_command(Plan& plan, const Job& job, const Profile& profile) {
   }
   cmd.push_back(expanding("", refs::home_tilde(job.script)));
   for (const auto& a : job.args) cmd.push_back(expanding("", a));
+  // The batch script's own arguments (sbatch job.slurm --lr 3e-4) follow the job's, as words.
+  cmd.push_back({"\"$@\"", {}});
 }
 
 }  // namespace

@@ -41,9 +41,10 @@ render() {
     --set "checkpoint.dir=$work/ckpt" --set "output=$work/job-%j.out"
 }
 
-# Submits $work/job.slurm from $work; prints the job id.
+# submit [ARGS...]: submits $work/job.slurm from $work, with ARGS as the batch script's own
+# arguments; prints the job id.
 submit() {
-  (cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.slurm)
+  (cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.slurm "$@")
 }
 
 # wait_done JOBID TIMEOUT: wait_job, and the job's log on stderr when it did not complete.
@@ -180,12 +181,13 @@ print(s["epoch"], s["world_size"], len(s["losses"]))' "$work/ckpt/autoencoder.pt
   check_trained "$id" 5
 }
 
-@test "torchrun launcher: ddpgen + sbatch train the autoencoder on 3 nodes x 2 workers" {
+@test "torchrun launcher: ddpgen + sbatch train the autoencoder on 3 nodes x 2 workers; sbatch's script arguments reach it" {
   need_all
-  render autoencoder-torchrun.yaml '[--epochs, "5"]'
+  render autoencoder-torchrun.yaml '[--epochs, "3"]'
   grep -q '^srun --ddp=torchrun --ntasks-per-node=1 ' "$work/job.slurm"
   grep -q '^  torchrun --nproc_per_node=2 ' "$work/job.slurm"
-  id=$(submit)
+  # The batch script's own arguments follow the job file's: the last --epochs wins.
+  id=$(submit --epochs 5)
   wait_done "$id" 150
   check_trained "$id" 5
 }
