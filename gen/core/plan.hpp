@@ -78,6 +78,7 @@ struct Plan {
   std::vector<Word> wrapper_args;  // words for that code before the command (accelerate's)
   std::vector<Word> prefix_words;  // task_prefix: before the wrapper or the command, per task
   std::vector<Word> command_words;
+  std::size_t script_word = 0;  // the script's place in command_words
   bool batch_launch = false;  // launcher none: the command runs once, here in the batch shell
   // logs: DIR/rank-R.log per rank (may hold run-time references); empty: none. The per-rank
   // tee is a word of the launch (rank_log_words: before the container in one task per process,

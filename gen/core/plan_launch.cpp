@@ -103,19 +103,8 @@ void set_accelerate(Plan& plan, const Job& job) {
     plan.wrapper_args.push_back({"--multi_gpu", {}});
 }
 
-// A list of the job's words, the first one a path: run-time references expand, and a leading
-// "~" is the home directory, as in the shell.
-std::vector<Word> path_and_words(const std::vector<std::string>& list) {
-  std::vector<Word> out;
-  for (std::size_t i = 0; i < list.size(); ++i)
-    out.push_back(expanding("", i == 0 ? refs::home_tilde(list[i]) : list[i]));
-  return out;
-}
-
 void add_command(Plan& plan, const Job& job, const Profile& profile) {
-  std::vector<Word> python = path_and_words(job.python);
-  if (job.python.empty())
-    for (const auto& word : profile.python) python.push_back({"", word});
+  const std::vector<Word> python = python_words(job, profile);
   auto& cmd = plan.command_words;
   plan.wrapped = !plan.plugin || job.launcher == Launcher::accelerate;
   plan.wrapper_exec = "exec \"$@\"";
@@ -154,6 +143,7 @@ void add_command(Plan& plan, const Job& job, const Profile& profile) {
       cmd.push_back({"fairseq-train", {}});
       break;
   }
+  plan.script_word = cmd.size();
   cmd.push_back(expanding("", refs::home_tilde(job.script)));
   for (const auto& a : job.args) cmd.push_back(expanding("", a));
   // The batch script's own arguments (sbatch job.slurm --lr 3e-4) follow the job's, as words.
@@ -161,6 +151,20 @@ void add_command(Plan& plan, const Job& job, const Profile& profile) {
 }
 
 }  // namespace
+
+std::vector<Word> path_and_words(const std::vector<std::string>& list) {
+  std::vector<Word> out;
+  for (std::size_t i = 0; i < list.size(); ++i)
+    out.push_back(expanding("", i == 0 ? refs::home_tilde(list[i]) : list[i]));
+  return out;
+}
+
+std::vector<Word> python_words(const Job& job, const Profile& profile) {
+  std::vector<Word> python = path_and_words(job.python);
+  if (job.python.empty())
+    for (const auto& word : profile.python) python.push_back({"", word});
+  return python;
+}
 
 void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_per_node) {
   plan.prefix_words = path_and_words(job.task_prefix);

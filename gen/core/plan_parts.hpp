@@ -19,6 +19,13 @@ std::vector<Error> check_job(const Job& job, const Profile& profile);
 // the command the batch shell runs).
 void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_per_node);
 
+// A list of the job's words, the first one a path: run-time references expand, and a leading
+// "~" is the home directory, as in the shell.
+std::vector<Word> path_and_words(const std::vector<std::string>& list);
+
+// The interpreter's words: the job's (as path_and_words), else the profile's as written.
+std::vector<Word> python_words(const Job& job, const Profile& profile);
+
 // logs and sweep (gen/core/plan_runs.cpp): their checks against the job's other values, and
 // their part of the plan (the array directive, each task's values, the per-rank tee).
 void check_runs(const Job& job);

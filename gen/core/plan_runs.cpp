@@ -116,12 +116,12 @@ Word rank_log_word(const std::string& code) {
 // torchrun and accelerate start the workers: the tee goes in front of each worker, which
 // they run as a program (--no_python) and which reads its rank from RANK.
 void add_worker_logs(Plan& plan, const Job& job, const Profile& profile) {
-  const auto& python = job.python.empty() ? profile.python : job.python;
   std::vector<Word> words = {rank_log_word(rank_log_code("${RANK:-0}"))};
-  for (const auto& word : python) words.push_back({"", word});
+  const std::vector<Word> python = python_words(job, profile);
+  words.insert(words.end(), python.begin(), python.end());
   words.push_back({"-u", {}});
   auto& cmd = plan.command_words;
-  const auto script = cmd.end() - static_cast<long>(job.args.size()) - 1;
+  const auto script = cmd.begin() + static_cast<long>(plan.script_word);
   if (job.launcher == Launcher::accelerate) {
     plan.wrapper_args.push_back({"--no_python", {}});
   } else {
