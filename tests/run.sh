@@ -127,6 +127,8 @@ children_cs() {
   times >"$f"
   printf -v "$1" '%s' "$(awk -F'[ ms]+' 'NR == 2 { printf "%d", ($1 * 60 + $2 + $3 * 60 + $4) * 100 }' "$f")"
 }
+# A release step's CPU-s are its own processes': a cluster suite's jobs run under the cluster's
+# daemons, which are not its children, and are counted in the machine's total only.
 release_step() {  # NAME COMMAND...: runs COMMAND, appends "SECONDS (CPU-s) NAME" to the times file
   local name=$1 start=$SECONDS rc=0 cpu0 cpu1
   shift
