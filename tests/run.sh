@@ -121,11 +121,11 @@ done
 # Exit status 3 from userland.sh: the Debian suite no longer ships that release.
 # children_cs VAR: sets VAR to the CPU time, in hundredths of a second, of this shell's children
 # that have ended (bash's `times`, second line: user and system as 0m1.602s). `times` runs in
-# this shell, not in a $(...), whose subshell starts from zero.
+# this shell, not in a $(...), whose subshell starts from zero; its lines go through $times_file,
+# a mktemp file of run_release's.
 children_cs() {
-  local f=/tmp/ddp-release-$release.cpu
-  times >"$f"
-  printf -v "$1" '%s' "$(awk -F'[ ms]+' 'NR == 2 { printf "%d", ($1 * 60 + $2 + $3 * 60 + $4) * 100 }' "$f")"
+  times >"$times_file"
+  printf -v "$1" '%s' "$(awk -F'[ ms]+' 'NR == 2 { printf "%d", ($1 * 60 + $2 + $3 * 60 + $4) * 100 }' "$times_file")"
 }
 # A release step's CPU-s are its own processes': a cluster suite's jobs run under the cluster's
 # daemons, which are not its children, and are counted in the machine's total only.
@@ -155,12 +155,15 @@ release_clusters() {
     "${release_cluster_filter[@]}" >"/tmp/ddp-cluster-tests-$release.out" 2>&1
 }
 run_release() {
-  local release=$1 id=$2 dir=$root/build-slurm-$1
+  local release=$1 id=$2 dir=$root/build-slurm-$1 times_file rc=0
+  times_file=$(mktemp)
   : >"/tmp/ddp-release-$release.times"
-  release_step "userland" "$userland" ensure "$release" || return
-  release_step "build (products, cluster programs, unit tests labelled release)" release_build || return
-  release_step "unit tests in its userland" release_units || return
-  release_step "real-cluster tests ($release_suites)" release_clusters
+  release_step "userland" "$userland" ensure "$release" &&
+    release_step "build (products, cluster programs, unit tests labelled release)" release_build &&
+    release_step "unit tests in its userland" release_units &&
+    release_step "real-cluster tests ($release_suites)" release_clusters || rc=$?
+  rm -f "$times_file"
+  return "$rc"
 }
 set -m   # each release in a process group of its own, which report() can stop whole
 release_id=0

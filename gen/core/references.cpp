@@ -55,6 +55,11 @@ std::size_t reference_end(std::string_view text, std::size_t at) {
   return r ? r->end : at;
 }
 
+// A default bash takes literally inside double quotes.
+bool plain_default(std::string_view text) {
+  return std::ranges::all_of(text, [](char c) { return ddp::shell::is_bare_safe(c) || c == ' '; });
+}
+
 // "$${" writes a literal "${" (Hydra's and OmegaConf's ${key}): no reference starts there.
 std::vector<Ref> refs_of(std::string_view text) {
   std::vector<Ref> out;
@@ -167,6 +172,12 @@ std::string home_tilde(std::string_view path) {
   return std::string(path);
 }
 
+std::size_t expanding_end(std::string_view text, std::size_t at) {
+  if (text.substr(at, 3) == "$${") return at;
+  const auto r = ref_at(text, at);
+  return r && (!r->fallback || plain_default(*r->fallback)) ? r->end : at;
+}
+
 std::vector<std::string> names(std::string_view text) {
   std::vector<std::string> out;
   for (const Ref& r : refs_of(text)) out.emplace_back(r.name);
@@ -186,8 +197,7 @@ std::optional<std::string> problem(std::string_view text, const std::vector<std:
     // ${NAME:-TEXT}: any variable of the job's environment (sbatch exports the submitting
     // shell's), else TEXT, which stays plain text.
     if (r.fallback) {
-      if (!std::ranges::all_of(*r.fallback,
-                               [](char c) { return ddp::shell::is_bare_safe(c) || c == ' '; }))
+      if (!plain_default(*r.fallback))
         return head + "has a default with other characters than letters, digits, spaces and " +
                "_ - . / : = , + @ %; put other text outside the braces";
       continue;

@@ -26,6 +26,11 @@ std::string sweep_variable(std::string_view parameter);
 // variables that change how the script runs). The message names the fix where there is one.
 std::optional<std::string> reserved(std::string_view name);
 
+// The end of the run-time reference that expands at text[at]: "${NAME}", or "${NAME:-TEXT}" whose
+// TEXT is plain (letters, digits, spaces, _ - . / : = , + @ %), which bash takes literally inside
+// double quotes; at itself when there is none ("$${" is the escape of a literal "${").
+std::size_t expanding_end(std::string_view text, std::size_t at);
+
 // Returns the names of text's ${NAME} references, in order (duplicates kept).
 std::vector<std::string> names(std::string_view text);
 

@@ -1,5 +1,7 @@
 #include "gen/core/shell.hpp"
 
+#include "gen/core/references.hpp"
+
 #include "libddp/util/shell.hpp"
 #include "libddp/util/text.hpp"
 
@@ -76,21 +78,6 @@ std::optional<Alternate> alternate_at(std::string_view text, std::size_t at) {
 
 }  // namespace
 
-// The end of a job value's run-time reference at text[at]: "${NAME}", or "${NAME:-TEXT}" whose
-// TEXT is plain (letters, digits, spaces, _ - . / : = , + @ %), which bash takes literally inside
-// double quotes; at itself when there is none.
-std::size_t expanding_end(std::string_view text, std::size_t at) {
-  if (text.substr(at, 2) != "${") return at;
-  if (const std::size_t end = reference_end(text, at); end > at) return end;
-  const std::size_t name = name_end(text, at + 2);
-  if (name == at + 2 || text.substr(name, 2) != ":-") return at;
-  for (std::size_t i = name + 2; i < text.size(); ++i) {
-    if (text[i] == '}') return i + 1;
-    if (!is_bare_safe(text[i]) && text[i] != ' ') return at;
-  }
-  return at;
-}
-
 std::string quote_expanding(std::string_view text) {
   // "$${" is the escape of a literal "${".
   bool has_reference = false, has_escape = false;
@@ -100,7 +87,7 @@ std::string quote_expanding(std::string_view text) {
       ++i;
       continue;
     }
-    has_reference = expanding_end(text, i) > i;
+    has_reference = refs::expanding_end(text, i) > i;
   }
   if (!has_reference && !has_escape) return ddp::shell::quote(text);
   std::string out = "\"";
@@ -111,7 +98,7 @@ std::string quote_expanding(std::string_view text) {
       i += 2;
       continue;
     }
-    if (const std::size_t end = expanding_end(text, i); end > i) {
+    if (const std::size_t end = refs::expanding_end(text, i); end > i) {
       out.append(text.substr(i, end - i));
       i = end - 1;
     } else if (c == '$' || c == '`' || c == '"' || c == '\\') {

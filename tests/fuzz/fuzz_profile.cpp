@@ -2,7 +2,8 @@
 // decoded, then a fixed job is planned against it and rendered. The checks are those of
 // fuzz_common.hpp, each of which aborts (a failing input, saved by libFuzzer) when broken: an
 // error message is non-empty and free of control characters; a profile that passed every check
-// renders; the script holds no control character but newlines and tabs.
+// renders; the script holds no control character but newlines and tabs. And a profile never
+// changes the job's own size: the plan keeps its one node.
 #include <cstddef>
 #include <cstdint>
 
@@ -47,6 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz::check_message(planned.error());
     return 0;
   }
+  if (planned->nodes != 1 || planned->spares != 0)
+    fuzz::broken("a profile changed the job's nodes", std::to_string(planned->nodes));
   fuzz::check_render(*planned);
   return 0;
 }

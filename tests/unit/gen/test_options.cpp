@@ -84,10 +84,6 @@ TEST(GenReferences, ADefaultTakesAnyVariableOfTheJobsEnvironmentAndPlainText) {
   auto code = refs::problem("${LR:-$(id)}", allowed, "args[0]");
   ASSERT_TRUE(code);
   EXPECT_NE(code->find("put other text outside the braces"), std::string::npos) << *code;
-  EXPECT_EQ(shell::quote_expanding("--lr=${LR:-3e-4}"), "\"--lr=${LR:-3e-4}\"");
-  // A default that is not plain text is no reference: every byte stays literal.
-  EXPECT_EQ(shell::quote_expanding("${LR:-a;b}"), "'${LR:-a;b}'");
-  EXPECT_EQ(shell::quote_expanding("${LR:-a\"b} ${X}"), "\"\\${LR:-a\\\"b} ${X}\"");
 }
 
 TEST(GenReferences, ALeadingTildeIsTheHomeDirectory) {
@@ -99,14 +95,22 @@ TEST(GenReferences, ALeadingTildeIsTheHomeDirectory) {
 }
 
 TEST(GenReferences, ExpandingWordsKeepEveryOtherByte) {
-  EXPECT_EQ(shell::quote_expanding("plain"), "plain");
-  EXPECT_EQ(shell::quote_expanding("it's $HOME"), "'it'\\''s $HOME'");
-  EXPECT_EQ(shell::quote_expanding("/s/${USER}/$x`y`\"\\"), "\"/s/${USER}/\\$x\\`y\\`\\\"\\\\\"");
-  EXPECT_EQ(shell::quote_expanding("${A:-b}${B}"), "\"${A:-b}${B}\"");
-  EXPECT_EQ(shell::quote_expanding("${A:-b;c}${B}"), "\"\\${A:-b;c}${B}\"");
-  // $${ is a literal ${ (Hydra's and OmegaConf's ${key}); $$ alone stays as written.
-  EXPECT_EQ(shell::quote_expanding("lr=$${optim.lr} $${lr}"), "\"lr=\\${optim.lr} \\${lr}\"");
-  EXPECT_EQ(shell::quote_expanding("$$"), "'$$'");
+  // {value, the word ddpgen writes}
+  const std::pair<const char*, const char*> cases[] = {
+      {"plain", "plain"},
+      {"it's $HOME", "'it'\\''s $HOME'"},
+      {"/s/${USER}/$x`y`\"\\", "\"/s/${USER}/\\$x\\`y\\`\\\"\\\\\""},
+      {"${A:-b}${B}", "\"${A:-b}${B}\""},
+      {"--lr=${LR:-3e-4}", "\"--lr=${LR:-3e-4}\""},
+      // A default that is not plain text is no reference: every byte stays literal.
+      {"${A:-b;c}${B}", "\"\\${A:-b;c}${B}\""},
+      {"${LR:-a;b}", "'${LR:-a;b}'"},
+      {"${LR:-a\"b} ${X}", "\"\\${LR:-a\\\"b} ${X}\""},
+      // $${ is a literal ${ (Hydra's and OmegaConf's ${key}); $$ alone stays as written.
+      {"lr=$${optim.lr} $${lr}", "\"lr=\\${optim.lr} \\${lr}\""},
+      {"$$", "'$$'"},
+  };
+  for (const auto& [value, word] : cases) EXPECT_EQ(shell::quote_expanding(value), word) << value;
   EXPECT_TRUE(refs::names("$${lr} $${HOME}").empty());
   EXPECT_FALSE(refs::problem("model.lr=$${lr}", {}, "args[0]"));
 }
