@@ -38,20 +38,6 @@ void check_mail(const Job& job) {
   }
 }
 
-// The names a value of this job may reference.
-std::vector<std::string> reference_names(const Job& job, const Profile& profile) {
-  std::vector<std::string> names = refs::slurm_job_variables();
-  for (const auto& [key, value] : job.env) names.push_back(key);
-  names.insert(names.end(), profile.variables.begin(), profile.variables.end());
-  const auto sweep = sweep_variables(job);
-  names.insert(names.end(), sweep.begin(), sweep.end());
-  if (job.launcher == Launcher::none) {
-    const auto& more = refs::batch_launch_variables();
-    names.insert(names.end(), more.begin(), more.end());
-  }
-  return names;
-}
-
 // What modules and activate may reference: they run before env is exported, so Slurm's job
 // variables, the site's variables and a sweep's values only.
 std::vector<std::string> early_reference_names(const Job& job, const Profile& profile) {
@@ -59,6 +45,18 @@ std::vector<std::string> early_reference_names(const Job& job, const Profile& pr
   names.insert(names.end(), profile.variables.begin(), profile.variables.end());
   const auto sweep = sweep_variables(job);
   names.insert(names.end(), sweep.begin(), sweep.end());
+  return names;
+}
+
+// The names a value of this job may reference: those, the job's env keys, and for launcher none
+// what it exports in the batch shell.
+std::vector<std::string> reference_names(const Job& job, const Profile& profile) {
+  std::vector<std::string> names = early_reference_names(job, profile);
+  for (const auto& [key, value] : job.env) names.push_back(key);
+  if (job.launcher == Launcher::none) {
+    const auto& more = refs::batch_launch_variables();
+    names.insert(names.end(), more.begin(), more.end());
+  }
   return names;
 }
 
