@@ -73,6 +73,7 @@ class Watch {
   void ask_stacks();
   void probe();
   bool start_helper(const StackRequest::Helper& h);
+  static bool signal_steps(const std::vector<std::string>& steps);
   bool child_ended();
   void drain_after_end();
   void end_helper();
@@ -155,10 +156,29 @@ void Watch::act(const Action& a) {
 void Watch::ask_stacks() {
   StackRequest r = core_.stack_request(running_steps(env_or("SLURM_JOB_ID", "")), self_path());
   bool signalled = r.helper && start_helper(*r.helper);
-  if (!signalled) {
-    for (const std::string& s : r.steps) signalled = signal_step(s, "ABRT") || signalled;
-  }
+  if (!signalled) signalled = signal_steps(r.steps);
   if (!signalled) kill(-child_.pid, SIGABRT);
+}
+
+// Each node's slurmstepd delivers a step's signal at its own moment: a rank aborted first closes
+// its sockets, and a peer still running leaves its collective (a gloo "Connection closed by
+// peer" traceback) before its own dump, which then shows no Python frame. So the steps are
+// stopped first, where they stand; the ABRT stays pending until the CONT, and it is the first
+// thing each process handles when it runs again. scancel only queues a signal at the
+// controller, so a pause between the three keeps them in order on every node. Returns whether
+// the ABRT reached any step.
+bool Watch::signal_steps(const std::vector<std::string>& steps) {
+  constexpr std::chrono::seconds k_signal_gap{1};
+  bool stopped = false;
+  for (const std::string& s : steps) stopped = signal_step(s, "STOP") || stopped;
+  if (stopped) std::this_thread::sleep_for(k_signal_gap);
+  bool signalled = false;
+  for (const std::string& s : steps) signalled = signal_step(s, "ABRT") || signalled;
+  if (stopped) {
+    std::this_thread::sleep_for(k_signal_gap);
+    for (const std::string& s : steps) signal_step(s, "CONT");
+  }
+  return signalled;
 }
 
 // Reads what the step's processes wrote on each node (the helper step, to its end within its
