@@ -191,8 +191,10 @@ fi
 
 if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
   # The cluster tests load the plugin into Debian's slurmstepd, which has no sanitizer runtime;
-  # they run on the plain build above. Everything else runs again under the sanitizers.
-  stage "ASan + UBSan: unit and golden tests"
+  # they run on the plain build above. Everything else runs again under the sanitizers, and
+  # ddpgen's and ddp-watch's fuzz targets run here, built from this build's cores (one
+  # instrumented compile of each core, not two).
+  stage "ASan + UBSan: unit and golden tests, the ddpgen and ddp-watch fuzz targets"
   cmake -S "$root" -B "$root/build-asan" -DDDP_WERROR=ON -DDDP_SANITIZE=ON \
     -DDDP_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1
   nice -n 10 cmake --build "$root/build-asan" -j"$jobs"
