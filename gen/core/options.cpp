@@ -35,9 +35,6 @@ constexpr Owned k_sbatch[] = {
     {"--error", "error", ""},
     {"--mail-user", "mail.user", ""},
     {"--mail-type", "mail.type", ""},
-    {"--signal", "checkpoint.requeue", ""},
-    {"--requeue", "checkpoint.requeue", ""},
-    {"--no-requeue", "checkpoint.requeue", ""},
     {"--wrap", "script", ""},
     {"--ddp", "", "ddp_plugin"},
 };
@@ -60,8 +57,7 @@ constexpr Owned k_srun[] = {
 };
 
 // Real options that are the start of an option ddpgen computes: not abbreviations.
-const std::vector<std::string_view> k_real_prefixes = {"--container", "--gpus", "--ntasks",
-                                                       "--no-requeue"};
+const std::vector<std::string_view> k_real_prefixes = {"--container", "--gpus", "--ntasks"};
 
 // The option Slurm reads for an alias of it.
 std::optional<std::string> alias(std::string_view opt) {

@@ -248,7 +248,26 @@ void add_directives(Plan& plan, const Job& job, const Profile& profile, const Ch
     add_directive(plan, "--open-mode=", "append");
   }
   for (const auto& token : extra.tokens) {
-    if (requeues && options::name(token) == "--open-mode" && token != "--open-mode=append")
+    // --signal, --requeue and --no-requeue are the job's or the site's own unless
+    // checkpoint.requeue (which passes --signal) or heal (--requeue) says them: then a job's
+    // contrary option is refused, a site's default gives way, and a job's --requeue is said once.
+    const std::string opt = options::name(token);
+    if ((opt == "--signal" && plan.requeue) ||
+        ((opt == "--requeue" || opt == "--no-requeue") && requeues)) {
+      const bool from_job = std::ranges::find(job.sbatch, token) != job.sbatch.end();
+      if (from_job && opt == "--signal")
+        reject(job, "sbatch",
+               ddp::text::quote(token) +
+                   ": checkpoint.requeue passes --signal: set \"checkpoint.signal\" and "
+                   "\"checkpoint.signal_time\" instead");
+      if (from_job && opt == "--no-requeue")
+        reject(job, "sbatch",
+               ddp::text::quote(token) + ": " +
+                   (plan.requeue ? "checkpoint.requeue" : "heal") +
+                   " requeues the job; leave --no-requeue out");
+      continue;
+    }
+    if (requeues && opt == "--open-mode" && token != "--open-mode=append")
       reject(job, "sbatch",
              ddp::text::quote(token) + ": " + (plan.requeue ? "checkpoint.requeue" : "heal") +
                  " needs --open-mode=append (a requeued run must not truncate the log of the "
