@@ -109,6 +109,11 @@ constexpr Row k_table[] = {
       .help = "with --spares: before a new step, run this check (words split at spaces,\n"
               "e.g. \"ddp-check --timeout=60\") on its nodes through srun --ddp"},
      [](Options& o, const Value& v) { o.respawn_check = split_words(v.text); }},
+    {{.name = "--launchers",
+      .help = "the command's tasks are per-node launchers (torchrun or one like it,\n"
+              "whatever its name): ranks are told by the workers' own RANK, never by\n"
+              "task number"},
+     [](Options& o, const Value&) { o.launchers = true; }},
     {{.name = "--keep-labels",
       .help = "keep srun's \"N: \" task labels in the forwarded output (COMMAND must\n"
               "be srun itself for its output to be labelled and attributed to ranks)"},
@@ -297,15 +302,18 @@ bool is_assignment(std::string_view w) {
   return eq != std::string_view::npos && eq > 0 && w.substr(0, eq).find('-') == w.npos;
 }
 
-// Whether words[i...] start a per-node launcher: torchrun, accelerate launch, python -m
-// torch.distributed.run (or .launch, or accelerate.commands.launch), also behind env, exec or
-// `bash -c '...'`.
+// Whether words[i...] start a per-node launcher: torchrun (torchrun_jsc, ft_launcher, tune
+// run), accelerate launch, python -m torch.distributed.run (or .launch, torchrun_jsc,
+// accelerate.commands.launch), also behind env, exec or `bash -c '...'`.
 bool launcher_at(const std::vector<std::string>& words, std::size_t i, int depth = 0) {
   while (i < words.size() && (words[i] == "exec" || is_assignment(words[i]))) ++i;
   if (i >= words.size() || depth > 3) return false;
   const std::string_view base = base_name(words[i]);
   const auto next = [&](std::size_t k) { return i + k < words.size() ? words[i + k] : ""; };
-  if (base == "torchrun") return true;
+  // torchrun and the launchers built on its arguments: JSC's torchrun_jsc, NVIDIA's
+  // ft_launcher (fault tolerance), torchtune's `tune run`.
+  if (base == "torchrun" || base == "torchrun_jsc" || base == "ft_launcher") return true;
+  if (base == "tune") return next(1) == "run";
   if (base == "accelerate") return next(1) == "launch";
   if (base == "env") {
     std::size_t j = i + 1;
@@ -325,7 +333,7 @@ bool launcher_at(const std::vector<std::string>& words, std::size_t i, int depth
     if (words[j] != "-m") continue;
     const std::string& module = words[j + 1];
     return module == "torch.distributed.run" || module == "torch.distributed.launch" ||
-           module == "accelerate.commands.launch";
+           module == "torchrun_jsc" || module == "accelerate.commands.launch";
   }
   return false;
 }

@@ -31,6 +31,7 @@ struct Options {
   long spares = 0;           // --spares K: K nodes of the job wait; a named node is replaced
   long respawn_max = -1;     // --respawn-max M: respawns with --spares; -1 = the spares
   std::vector<std::string> respawn_check;  // --respawn-check "WORDS": the check before a respawn
+  bool launchers = false;    // --launchers: the tasks are per-node launchers, whatever their name
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   std::string freeze_step;   // internal: on this node, stop (SIGSTOP) every process of JOB.STEP
@@ -51,8 +52,9 @@ std::span<const cli::Option<Options>> option_table();
 Result<Options> parse_options(const std::vector<std::string>& args);
 
 // Whether the command's tasks are per-node launchers, not ranks: the program (after srun's
-// options) is torchrun, `accelerate launch` or `python -m torch.distributed.run` (also
-// behind env, exec or `bash -c`). An argument that merely ends in "torchrun" is not one.
+// options) is torchrun (or torchrun_jsc, ft_launcher, `tune run`), `accelerate launch` or
+// `python -m torch.distributed.run` (also behind env, exec or `bash -c`). An argument that
+// merely ends in "torchrun" is not one. --launchers says so for any other name.
 bool launches_per_node(const std::vector<std::string>& command);
 
 // What to do after a stall with --requeue-stalled MAX: requeue, or why not (the message).

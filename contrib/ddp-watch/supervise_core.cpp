@@ -16,7 +16,7 @@ OutputMode output_mode(const Options& o, const JobEnv& env) {
   // Only srun's output is labelled: another command's "12: loss" is its own text.
   m.labels = is_srun(o.command);
   m.keep_labels = env.labelio || o.keep_labels;
-  m.torchrun = launches_per_node(o.command);
+  m.torchrun = o.launchers || launches_per_node(o.command);
   m.preflight = std::any_of(o.command.begin(), o.command.end(), [](const std::string& w) {
     return w == "ddp-check" || w.ends_with("/ddp-check");
   });

@@ -86,6 +86,7 @@ std::optional<WatchInvocation> training_watch(const Plan& plan) {
   w.stacks = "ddp-watch-${SLURM_JOB_ID}.stacks";
   if (d.heartbeat) w.heartbeat = "ddp-heartbeat-${SLURM_JOB_ID}";
   if (plan.heal) set_heal(w, *plan.heal, !plan.post.empty());
+  w.launchers = plan.named_launcher;
   if (plan.heal && plan.spares > 0) {
     w.spares = plan.spares;
     w.respawn_max = plan.heal->max_respawns;
@@ -117,6 +118,7 @@ std::vector<std::string> words(const WatchInvocation& w) {
   if (w.spares) out.push_back(literal("--spares", std::to_string(*w.spares)));
   if (w.respawn_max) out.push_back(literal("--respawn-max", std::to_string(*w.respawn_max)));
   if (w.respawn_check) out.push_back(expanding("--respawn-check", check_text(*w.respawn_check)));
+  if (w.launchers) out.emplace_back("--launchers");
   return out;
 }
 

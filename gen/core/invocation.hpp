@@ -44,6 +44,7 @@ struct WatchInvocation {
   std::optional<long> spares;            // --spares: training only
   std::optional<long> respawn_max;       // --respawn-max
   std::optional<CheckInvocation> respawn_check;  // --respawn-check: the preflight, again
+  bool launchers = false;  // --launchers: torchrun.command names a launcher ddp-watch may not know
 };
 
 // What ddp-check and ddp-watch get in the script of `plan`; nothing where it has no such step.

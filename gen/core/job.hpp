@@ -12,13 +12,14 @@ namespace ddpgen {
 // (gen/core/job_keys.hpp), as are the section key lists below.
 const std::vector<std::string>& job_keys();
 // The keys of the job file's nested mappings: container, checkpoint, mail, watchdog, activate,
-// accelerate, heal, preflight (which may also be true or false), logs, sweep.
+// accelerate, torchrun, heal, preflight (which may also be true or false), logs, sweep.
 const std::vector<std::string>& job_container_keys();
 const std::vector<std::string>& job_checkpoint_keys();
 const std::vector<std::string>& job_mail_keys();
 const std::vector<std::string>& job_watchdog_keys();
 const std::vector<std::string>& job_activate_keys();
 const std::vector<std::string>& job_accelerate_keys();
+const std::vector<std::string>& job_torchrun_keys();
 const std::vector<std::string>& job_heal_keys();
 const std::vector<std::string>& job_preflight_keys();
 const std::vector<std::string>& job_logs_keys();

@@ -4,6 +4,7 @@
 #include "gen/core/job_keys.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "gen/core/job.hpp"
 #include "gen/core/options.hpp"
@@ -151,8 +152,64 @@ const Table<Activate>& activate_table() {
   return table;
 }
 
+// The options torchrun and accelerate launch get from ddpgen: the job's layout, address and
+// port. Both read options with argparse, which also takes a unique abbreviation.
+constexpr std::string_view k_torchrun_owned[] = {
+    "--nproc_per_node", "--nproc-per-node", "--nnodes",        "--node_rank",
+    "--node-rank",      "--master_addr",    "--master-addr",   "--master_port",
+    "--master-port",    "--rdzv_backend",   "--rdzv-backend",  "--rdzv_endpoint",
+    "--rdzv-endpoint",  "--rdzv_id",        "--rdzv-id",       "--standalone"};
+constexpr std::string_view k_accelerate_owned[] = {
+    "--num_machines",      "--num-machines",      "--machine_rank", "--machine-rank",
+    "--main_process_ip",   "--main-process-ip",   "--main_process_port",
+    "--main-process-port", "--num_processes",     "--num-processes", "--config_file",
+    "--config-file",       "--multi_gpu",         "--multi-gpu"};
+
+// A launcher's own options: words handed to it as written (an option and its value may be two
+// words, as argparse reads them), but for one ddpgen passes itself, in either spelling or as an
+// abbreviation argparse reads as it.
+settings::Row<Job> launcher_options(const std::string& name,
+                                    std::vector<std::string> Job::*field,
+                                    std::span<const std::string_view> owned,
+                                    std::string advice) {
+  return settings::custom<Job>(
+      name, {Kind::strings},
+      [=](Job& job, const StrictReader& r, const YAML::Node& v, const std::string& path) {
+        auto list = r.strings(v, path);
+        for (std::size_t i = 0; i < list.size(); ++i) {
+          const std::string option = list[i].substr(0, list[i].find('='));
+          if (!option.starts_with("--") || option.size() < 4) continue;
+          for (std::string_view o : owned) {
+            if (!o.starts_with(option)) continue;
+            const std::string why =
+                o == option ? ": ddpgen passes " + option
+                            : ": argparse reads this abbreviation as " + std::string(o) +
+                                  ", which ddpgen passes";
+            r.reject(v[i], path, ddp::text::quote(path) + ": " + ddp::text::quote(list[i]) +
+                                     why + "; " + advice);
+          }
+        }
+        job.*field = std::move(list);
+      });
+}
+
 const Table<Job>& accelerate_table() {
-  static const Table<Job> table = {settings::string("config_file", &Job::accelerate_config)};
+  static const Table<Job> table = {
+      settings::string("config_file", &Job::accelerate_config),
+      launcher_options("options", &Job::accelerate_options, k_accelerate_owned,
+                       "the layout comes from \"nodes\" and \"procs_per_node\", the file "
+                       "from \"accelerate.config_file\""),
+  };
+  return table;
+}
+
+const Table<Job>& torchrun_table() {
+  static const Table<Job> table = {
+      settings::command("command", &Job::torchrun_command),
+      launcher_options("options", &Job::torchrun_options, k_torchrun_owned,
+                       "the layout comes from \"nodes\" and \"procs_per_node\", the address "
+                       "and port from the job's first node"),
+  };
   return table;
 }
 
@@ -284,6 +341,10 @@ const Table<Job>& job_table() {
                   [](Job& job, const StrictReader& r, const YAML::Node& v, const std::string& p) {
                     accelerate_table().decode(job, r, v, p);
                   }),
+      custom<Job>("torchrun", Type::nested(Kind::section, "torchrun"),
+                  [](Job& job, const StrictReader& r, const YAML::Node& v, const std::string& p) {
+                    torchrun_table().decode(job, r, v, p);
+                  }),
       section("heal", &Job::heal, heal_table(), k_no_check),
       section("logs", &Job::logs, logs_table(), check_logs),
       section("sweep", &Job::sweep, sweep_table(), check_sweep),
@@ -299,6 +360,7 @@ const settings::Catalog& job_catalog() {
       {"mail", mail_table().fields()},
       {"activate", activate_table().fields()},
       {"accelerate", accelerate_table().fields()},
+      {"torchrun", torchrun_table().fields()},
       {"watchdog", watchdog_table().fields()},
       {"heal", heal_table().fields()},
       {"preflight", preflight_table().fields()},
@@ -326,6 +388,9 @@ const std::vector<std::string>& job_activate_keys() {
 }
 const std::vector<std::string>& job_accelerate_keys() {
   return accelerate_table().names();
+}
+const std::vector<std::string>& job_torchrun_keys() {
+  return torchrun_table().names();
 }
 const std::vector<std::string>& job_heal_keys() {
   return heal_table().names();

@@ -133,6 +133,9 @@ struct Job {
   std::vector<std::string> task_prefix;  // words before the program in every task
   std::vector<std::string> python;       // the interpreter and its options; empty: the profile's
   std::string accelerate_config;         // accelerate launch --config_file
+  std::vector<std::string> accelerate_options;  // accelerate launch's own, after ddpgen's
+  std::vector<std::string> torchrun_command;  // the launcher in torchrun's place; empty: torchrun
+  std::vector<std::string> torchrun_options;  // torchrun's own options, before the script
   std::optional<Logs> logs;              // empty: the job's output only
   std::optional<Sweep> sweep;            // empty: one job, not an array
 

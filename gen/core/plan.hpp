@@ -54,8 +54,8 @@ struct Plan {
   std::optional<Requeue> requeue;
   std::optional<Preflight> preflight;  // ddp-check before training
   std::optional<Watchdog> watchdog;    // ddp-watch around the training step
-  std::optional<Heal> heal;
-  long spares = 0;  // nodes beyond `nodes` in the allocation: the training step takes `nodes`            // ddp-watch --heal around the preflight and training steps
+  std::optional<Heal> heal;  // ddp-watch --heal around the preflight and training steps
+  long spares = 0;  // nodes beyond `nodes` in the allocation: the training step takes `nodes`
   std::string fabric;                  // the profile's fabric: ddp-check --fabric in the preflight
   std::string local_scratch;
   // Launch.
@@ -68,6 +68,7 @@ struct Plan {
   long port_first = ddp::k_default_port_range.first;
   long port_size = ddp::k_default_port_range.size();
   Launcher launcher = Launcher::torchrun;
+  bool named_launcher = false;  // torchrun.command: a launcher ddp-watch is told about by flag
   std::vector<Word> srun_words;
   // preflight: the srun options of the ddp-check step: the training step's layout, without
   // the container (ddp-check checks the host's fabric and is installed on the host).

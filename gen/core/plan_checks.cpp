@@ -106,6 +106,14 @@ std::vector<Error> check_references(const Job& job, const Profile& profile) {
   check_list("srun", job.srun);
   if (!job.accelerate_config.empty())
     check("accelerate", "accelerate.config_file", job.accelerate_config);
+  for (std::size_t i = 0; i < job.accelerate_options.size(); ++i)
+    check("accelerate", "accelerate.options[" + std::to_string(i) + "]",
+          job.accelerate_options[i]);
+  for (const auto& [field, list] : {std::pair{"command", &job.torchrun_command},
+                                    std::pair{"options", &job.torchrun_options}})
+    for (std::size_t i = 0; i < list->size(); ++i)
+      check("torchrun",
+            std::string("torchrun.") + field + "[" + std::to_string(i) + "]", (*list)[i]);
   for (const auto& [key, value] : job.env) check("env", "env." + key, value);
   for (std::size_t i = 0; i < job.modules.size(); ++i)
     check_value(job, early, "modules", "modules[" + std::to_string(i) + "]", job.modules[i],
@@ -136,8 +144,15 @@ std::vector<Error> check_references(const Job& job, const Profile& profile) {
 // Keys that only some launchers take.
 void check_launcher_keys(const Job& job) {
   const Launcher l = job.launcher;
-  if (!job.accelerate_config.empty() && l != Launcher::accelerate)
+  if ((!job.accelerate_config.empty() || !job.accelerate_options.empty()) &&
+      l != Launcher::accelerate)
     reject(job, "accelerate", "\"accelerate\" is for launcher accelerate");
+  if ((!job.torchrun_command.empty() || !job.torchrun_options.empty()) && l != Launcher::torchrun)
+    reject(job, "torchrun", "\"torchrun\" is for launcher torchrun");
+  if (!job.torchrun_command.empty() && !job.python.empty())
+    reject(job, "python",
+           "\"python\" and \"torchrun.command\" both say how the launcher starts: put the "
+           "interpreter in torchrun.command, as in [python3, -u, -m, torch.distributed.launch]");
   if (!job.python.empty() && (l == Launcher::accelerate || l == Launcher::fairseq))
     reject(job, "python",
            std::string("\"python\" is not used by launcher ") + launcher_name(l) +

@@ -101,6 +101,7 @@ void set_accelerate(Plan& plan, const Job& job) {
     plan.wrapper_args.push_back(expanding("--config_file=", refs::home_tilde(job.accelerate_config)));
   else if (world > 1)
     plan.wrapper_args.push_back({"--multi_gpu", {}});
+  for (const auto& o : job.accelerate_options) plan.wrapper_args.push_back(expanding("", o));
 }
 
 void add_command(Plan& plan, const Job& job, const Profile& profile) {
@@ -109,15 +110,27 @@ void add_command(Plan& plan, const Job& job, const Profile& profile) {
   plan.wrapped = !plan.plugin || job.launcher == Launcher::accelerate;
   plan.wrapper_exec = "exec \"$@\"";
   switch (job.launcher) {
-    case Launcher::torchrun:
-      // A job's python runs torchrun as its module ("python3 -u -m torch.distributed.run").
-      if (!job.python.empty()) cmd.insert(cmd.end(), python.begin(), python.end());
+    case Launcher::torchrun: {
       // The underscore spelling: torchrun before PyTorch 2.0 (Debian 12's 1.13) knows no
-      // other, and later releases still accept it.
-      cmd.push_back({std::string(job.python.empty() ? "torchrun" : "-m torch.distributed.run") +
-                         " --nproc_per_node=" + std::to_string(plan.procs_per_node),
-                     {}});
+      // other, and later releases still accept it, as do the launchers built on its arguments.
+      const std::string procs = "--nproc_per_node=" + std::to_string(plan.procs_per_node);
+      if (!job.torchrun_command.empty()) {
+        // torchrun.command: a launcher in torchrun's place (torchrun_jsc, tune run,
+        // python -m torch.distributed.launch), which reads the same PET_* variables.
+        const std::vector<Word> launcher = path_and_words(job.torchrun_command);
+        cmd.insert(cmd.end(), launcher.begin(), launcher.end());
+        cmd.push_back({procs, {}});
+        plan.named_launcher = true;
+      } else if (!job.python.empty()) {
+        // A job's python runs torchrun as its module ("python3 -u -m torch.distributed.run").
+        cmd.insert(cmd.end(), python.begin(), python.end());
+        cmd.push_back({"-m torch.distributed.run " + procs, {}});
+      } else {
+        cmd.push_back({"torchrun " + procs, {}});
+      }
+      for (const auto& o : job.torchrun_options) cmd.push_back(expanding("", o));
       break;
+    }
     case Launcher::accelerate:
       set_accelerate(plan, job);
       break;

@@ -310,10 +310,23 @@ FIELDS = [
     ("profile", "env-key", "site-env"), ("profile", "container.binds.0", "bind"),
     ("profile", "python", "command"), ("profile", "port_range", "same"),
     ("job", "sweep.parameters.p.0", "sweep"), ("job", "sweep.parameters.p.1", "sweep"),
+    ("job", "torchrun.options.0", "launcher-word"), ("job", "torchrun.command.1", "launcher-word"),
+    ("job", "accelerate.options.0", "launcher-word"),
 ]
+
 
 # The array task the script runs as: a sweep's task 0 gets each parameter's first value.
 K_ARRAY_TASK = "0"
+
+
+def set_launcher(job, launcher):
+    """Makes job use launcher with options of its own (and for torchrun, a command of two
+    words) that the field under test replaces."""
+    job["launcher"] = launcher
+    if launcher == "torchrun":
+        job["torchrun"] = {"command": ["torchrun", "--run-path=x"], "options": ["--max-restarts=1"]}
+    else:
+        job["accelerate"] = {"options": ["--mixed_precision=no"]}
 
 
 def add_sweep(job):
@@ -383,7 +396,7 @@ class Runner:
 
     def plain(self, kind, job, profile):
         """The script and commands of the case with every value at its default (cached)."""
-        key = kind + ("-sweep" if "sweep" in job else "")
+        key = kind + ("-sweep" if "sweep" in job else "") + "-" + job["launcher"]
         if key not in self.plain_runs:
             d, r = self.render(job, profile, f"plain-{key}")
             assert r.returncode == 0, r.stderr.decode()
@@ -494,8 +507,16 @@ def check_arrival(where, kind, value, job, profile, script, log, batch_env):
         t = get_path(profile, "node.gpu_type").encode()
         want = b"--gres=gpu:" + (t + b":" if t else b"") + b"2"
         return None if want in directives else f"no #SBATCH line {want!r}"
+    if kind == "launcher-word":
+        # One word after the launcher's program: torchrun's own options and command words,
+        # accelerate's options in the wrapper's arguments.
+        program = b"torchrun" if job["launcher"] == "torchrun" else b"ddpgen-task"
+        ok = program in srun_args and b in srun_args[srun_args.index(program) + 1:]
+        return None if ok else f"srun got {srun_args!r}, expected {b!r} after {program!r}"
     if kind == "command":
         python = [w for w in get_path(profile, "python").split(" ") if w]
+        if job["launcher"] != "srun":
+            python = []
         words = [w.encode() for w in python] + [expand_refs(home_tilde(job["script"]), env).encode()]
         words += [expand_refs(a, env).encode() for a in job["args"]]
         n = len(words)
@@ -575,6 +596,11 @@ def run_case(runner, rng, index):
     picked = rng.sample(fields, rng.choice([1, 1, 2]))
     if any(path.startswith("sweep.") for _, path, _ in picked):
         add_sweep(job)
+    launchers = {path.split(".")[0] for _, path, _ in picked} & {"torchrun", "accelerate"}
+    if len(launchers) > 1:
+        picked = [f for f in picked if not f[1].startswith("accelerate.")]
+    for launcher in sorted(launchers)[:1]:
+        set_launcher(job, launcher)
     r0, plain = runner.plain(kind_of_site, job, profile)
     values = []
     for where, path, kind in picked:

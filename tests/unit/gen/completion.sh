@@ -61,7 +61,7 @@ expect "zz-testsite" validate --profile zz
 expect "zz-testsite" profile show zz
 expect "checkpoint.dir= checkpoint.max_restarts= checkpoint.requeue= checkpoint.requeue_on_failure= checkpoint.signal= checkpoint.signal_time= checkpoint=" --set check
 expect "nodes=" --profile local job.yaml --set nod
-expect "accelerate.config_file= accelerate= account= activate.conda= activate.source= activate.venv= activate=" --set ac
+expect "accelerate.config_file= accelerate.options= accelerate= account= activate.conda= activate.source= activate.venv= activate=" --set ac
 expect "container.image= container.mounts= container.runtime= container.workdir= container=" --set cont
 expect "task_prefix=" --set task
 # the installed profiles are found too (the build tree's, for a build-tree ddpgen)

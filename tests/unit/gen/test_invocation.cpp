@@ -112,6 +112,7 @@ ddp::watch::Options watch_options(const WatchInvocation& w) {
   if (w.heal_max) o.heal_max = *w.heal_max;
   o.heal_exclude = !w.heal_no_exclude;
   o.heal_defer = w.heal_defer;
+  o.launchers = w.launchers;
   if (w.spares) o.spares = *w.spares;
   if (w.respawn_max) o.respawn_max = *w.respawn_max;
   o.command = {"srun", "--ddp", "train.py"};
@@ -144,6 +145,7 @@ void expect_watch(std::vector<std::string> args, const WatchInvocation& w) {
   EXPECT_EQ(parsed->heal, want.heal);
   EXPECT_EQ(parsed->heal_max, want.heal_max);
   EXPECT_EQ(parsed->heal_exclude, want.heal_exclude);
+  EXPECT_EQ(parsed->launchers, want.launchers);
   EXPECT_EQ(parsed->spares, want.spares);
   EXPECT_EQ(parsed->respawn_max, want.respawn_max);
   // --respawn-check: ddp-check's words, read back with ddp-check's own table.

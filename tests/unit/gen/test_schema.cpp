@@ -40,6 +40,8 @@ TEST(Schema, JobKeyPathsAreDottedForNestedKeys) {
                                          "watchdog.on_stall",
                                          "activate.conda",
                                          "accelerate.config_file",
+                                         "accelerate.options",
+                                         "torchrun.command",
                                          "heal.max_requeues",
                                          "preflight.pairs_threshold",
                                          "logs.dir",
@@ -48,7 +50,8 @@ TEST(Schema, JobKeyPathsAreDottedForNestedKeys) {
   EXPECT_EQ(paths.size(),
             job_keys().size() + job_container_keys().size() + job_checkpoint_keys().size() +
                 job_mail_keys().size() + job_watchdog_keys().size() + job_activate_keys().size() +
-                job_accelerate_keys().size() + job_heal_keys().size() +
+                job_accelerate_keys().size() + job_torchrun_keys().size() +
+                job_heal_keys().size() +
                 job_preflight_keys().size() + job_logs_keys().size() + job_sweep_keys().size());
 }
 

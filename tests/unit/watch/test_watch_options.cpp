@@ -54,6 +54,12 @@ TEST(WatchOptions, RecognisesPerNodeLaunchers) {
   EXPECT_TRUE(launches_per_node({"srun", "--ddp=torchrun", "--ntasks-per-node=1", "bash", "-c",
                                  "exec accelerate launch --num_machines=\"$NNODES\" \"$@\"",
                                  "ddpgen-task", "train.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "--ddp=torchrun", "torchrun_jsc", "t.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "/opt/bin/ft_launcher", "t.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "tune", "run", "lora_finetune_distributed"}));
+  EXPECT_TRUE(launches_per_node({"srun", "python3", "-m", "torchrun_jsc", "t.py"}));
+  EXPECT_TRUE(launches_per_node({"srun", "python3", "-m", "torch.distributed.launch", "t.py"}));
+  EXPECT_FALSE(launches_per_node({"srun", "tune", "download", "model"}));
   EXPECT_TRUE(launches_per_node({"srun", "accelerate", "launch", "train.py"}));
   EXPECT_TRUE(launches_per_node({"srun", "python3", "-m", "accelerate.commands.launch", "t.py"}));
   EXPECT_FALSE(launches_per_node({"srun", "--ddp", "python3", "train.py"}));
