@@ -163,6 +163,7 @@ struct Partition {
   long max_gpus = 0;   // per job; 0: no limit known
   bool test = false;   // never chosen automatically
   std::string constraint;
+  std::string qos;  // --qos when the job names none (a partition reached through its QOS)
   std::optional<NodeSpec> node;  // default: the profile's node
   std::vector<std::string> sbatch;
   bool site_chooses = false;  // no --partition line: the site picks it (by QOS, constraint)

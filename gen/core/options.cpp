@@ -20,7 +20,7 @@ constexpr Owned k_sbatch[] = {
     {"--job-name", "name", ""},
     {"--account", "account", "account.required"},
     {"--partition", "partition", "partitions[].name"},
-    {"--qos", "qos", ""},
+    {"--qos", "qos", "partitions[].qos"},
     {"--constraint", "constraint", "partitions[].constraint"},
     {"--nodes", "nodes", ""},
     {"--ntasks", "procs_per_node", ""},

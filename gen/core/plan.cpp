@@ -187,7 +187,9 @@ void add_resources(Plan& plan, const Job& job, const Profile& profile, const Cho
   if (!c.partition->site_chooses) add_directive(plan, "--partition=", c.partition->name);
   if (const std::string k = constraint(job, *c.partition); !k.empty())
     add_directive(plan, "--constraint=", k);
-  if (!job.qos.empty()) add_directive(plan, "--qos=", job.qos);
+  // The job's QOS, else the partition entry's (a site whose GPU partitions are reached by QOS).
+  if (const std::string& q = job.qos.empty() ? c.partition->qos : job.qos; !q.empty())
+    add_directive(plan, "--qos=", q);
   add_directive(plan, "--nodes=", std::to_string(job.nodes + job.spares));
   add_directive(plan, "--ntasks-per-node=", std::to_string(tasks_per_node));
   plan.cpus_per_task = cpus_per_task(job, profile, c, tasks_per_node);

@@ -51,6 +51,9 @@ void check_partition(const StrictReader& r, const YAML::Node& node, const std::s
   if (!p.constraint.empty())
     if (auto problem = shell::sbatch_value_problem(p.constraint))
       r.reject(node, path, ddp::text::quote(path + ".constraint") + " " + *problem);
+  if (!p.qos.empty())
+    if (auto problem = shell::sbatch_value_problem(p.qos))
+      r.reject(node, path, ddp::text::quote(path + ".qos") + " " + *problem);
 }
 
 const Table<Partition>& partition_table() {
@@ -65,6 +68,7 @@ const Table<Partition>& partition_table() {
       integer("max_gpus", &Partition::max_gpus, 1, 1000000),
       boolean("test", &Partition::test),
       string("constraint", &Partition::constraint),
+      string("qos", &Partition::qos),
       custom<Partition>(
           "node", Type::nested(Kind::section, "node"),
           [](Partition& p, const StrictReader& r, const YAML::Node& v, const std::string& kp) {

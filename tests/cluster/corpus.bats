@@ -188,4 +188,5 @@ check_case() {
 @test "corpus: princeton-ddp-srun-conda" { check_case princeton-ddp-srun-conda; }
 @test "corpus: princeton-lightning-reservation" { check_case princeton-lightning-reservation; }
 @test "corpus: sigma2-olivia-torchrun-modules" { check_case sigma2-olivia-torchrun-modules; }
+@test "corpus: speechbrain-launch-conda" { check_case speechbrain-launch-conda; }
 @test "corpus: torchtitan-multinode" { check_case torchtitan-multinode; }
