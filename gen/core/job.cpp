@@ -41,15 +41,14 @@ std::pair<std::string, std::string> apply_set(YAML::Node& root, const std::strin
   return {path, label};
 }
 
-// The top level: "key:" with no value (or --set key=) is as if not given. time and script are
-// required, each with its own advice.
+// The top level: "key:" with no value (or --set key=) is as if not given. script is required,
+// with its own advice.
 void decode_into(Job& job, const StrictReader& r, const YAML::Node& root) {
   const auto& table = job_table();
   for (const auto& [key, value] : r.entries(root, "", table.names())) {
     job.where[key] = r.where(value, key);
     if (!value.IsNull()) table.at(key).set(job, r, value, key);
   }
-  if (job.time == 0) throw Error{"\"time\" is required (e.g. time: \"02:00:00\")", job.at("time")};
   if (job.script.empty())
     throw Error{"\"script\" is required (the program to run)", job.at("script")};
 }

@@ -312,7 +312,7 @@ const Table<Job>& job_table() {
       integer("gpus_per_node", &Job::gpus_per_node, 0, 1024),
       integer("procs_per_node", &Job::procs_per_node, 1, 1024),
       integer("cpus_per_task", &Job::cpus_per_task, 1, 4096),
-      required(time("time", &Job::time)),
+      time("time", &Job::time),
       custom<Job>("launcher", Type::one_of(Kind::choice, launcher_names()), set_launcher),
       required(string("script", &Job::script)),
       strings("args", &Job::args),

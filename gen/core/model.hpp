@@ -106,7 +106,7 @@ struct Job {
   std::optional<long> gpus_per_node;   // default: the chosen partition's GPUs per node
   std::optional<long> procs_per_node;  // default: gpus_per_node, or 1 when that is 0
   std::optional<long> cpus_per_task;   // Slurm's, per task; default: the profile's cpus_per_gpu
-  long time = 0;                       // seconds; required
+  long time = 0;                       // seconds; 0: the partition's default limit
   Launcher launcher = Launcher::torchrun;
   std::string script;
   std::vector<std::string> args;

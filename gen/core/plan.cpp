@@ -209,7 +209,8 @@ void add_resources(Plan& plan, const Job& job, const Profile& profile, const Cho
     gres = "gpu:" + (c.node.gpu_type.empty() ? "" : c.node.gpu_type + ":") + std::to_string(gpn) +
            (gres.empty() ? "" : "," + gres);
   if (!gres.empty()) add_directive(plan, "--gres=", gres);
-  add_directive(plan, "--time=", duration::format(job.time));
+  // Without a time, Slurm applies the partition's default limit (DefaultTime, else MaxTime).
+  if (job.time > 0) add_directive(plan, "--time=", duration::format(job.time));
 }
 
 // --output and --error with their run-time references as sbatch's patterns (checked before).

@@ -307,7 +307,7 @@ std::vector<Error> check_job(const Job& job, const Profile& profile) {
     reject(job, "watchdog",
            "\"watchdog.on_stall: requeue\" needs \"checkpoint.requeue: true\": the restart cap "
            "(checkpoint.max_restarts) and the requeue of this task alone come from there");
-  if (job.checkpoint && job.checkpoint->signal_time >= job.time)
+  if (job.checkpoint && job.time > 0 && job.checkpoint->signal_time >= job.time)
     reject(job, "checkpoint",
            "\"checkpoint.signal_time\" (" + std::to_string(job.checkpoint->signal_time) +
                " s) must be shorter than the time limit (" + duration::format(job.time) + ")");

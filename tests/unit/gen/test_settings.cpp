@@ -139,8 +139,8 @@ TEST(Settings, RequiredColumnsNameTheKeysTheReaderRequires) {
   std::ranges::sort(required);
   // checkpoint.dir is required but for launcher lightning: the plan's check, not the reader's
   // (tests/golden/errors/checkpoint-needs-dir).
-  EXPECT_EQ(required, (std::vector<std::string>{"container.image", "job.script", "job.time",
-                                                "logs.dir", "partition.name", "sweep.parameters",
+  EXPECT_EQ(required, (std::vector<std::string>{"container.image", "job.script", "logs.dir",
+                                                "partition.name", "sweep.parameters",
                                                 "watchdog.timeout"}));
 }
 
@@ -192,7 +192,7 @@ TEST(Settings, JobSectionChecksRunAfterTheRows) {
        "\"preflight.timeout\" must be from 1s to 1h, got \"2h\""},
       {head + "activate: {conda: a, venv: b}",
        "\"activate\" takes one of {conda: NAME_OR_PATH}, {venv: PATH} or {source: FILE}"},
-      {"script: t.py\n", "\"time\" is required (e.g. time: \"02:00:00\")"},
+      {"time: 10\n", "\"script\" is required (the program to run)"},
   };
   for (const auto& c : cases) {
     auto job = decode_job(c.text, "job.yaml", {});
