@@ -76,6 +76,11 @@ std::string owned_advice(const Owned& o, Source source) {
   if (opt == "--kill-on-bad-exit")
     return "ddpgen always passes --kill-on-bad-exit=1, so that one failed rank ends the step";
   const std::string computed = "ddpgen computes " + opt;
+  // A site's GPUs per task or per job: ddpgen asks for GPUs per node, and "node.gpus" is what
+  // a node has, so pointing there would change the job rather than say it.
+  if (source == Source::profile_sbatch && (opt == "--gpus-per-task" || opt == "--gpus"))
+    return "ddpgen requests the job's GPUs per node (\"gpu_request\": gres or gpus-per-node) and "
+           "each process picks its own by LOCAL_RANK; leave " + opt + " out";
   if (source == Source::profile_sbatch) {
     if (!o.profile_key.empty())
       return computed + ": set " + ddp::text::quote(std::string(o.profile_key));
