@@ -102,10 +102,6 @@ fi
 # (gen/core/job_keys.cpp at -O2: 6.7 s against 10.6 s; under ASan at -O0: 8.6 s against 11.0 s).
 # The packages (package.build) keep their own distributions' flags.
 relwithdebinfo=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
-# The other releases build at -O1: a third less compile time than -O2 (gen/core/job_keys.cpp:
-# 6.3 s against 9.9 s), with the flow analysis that -Wmaybe-uninitialized and its kin need,
-# under those releases' newer compilers; this machine's build above keeps -O2, as shipped.
-release_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 
 host=$("$userland" host)
 others=() host_tested=0
@@ -146,7 +142,7 @@ release_step() {  # NAME COMMAND...: runs COMMAND, appends "SECONDS (CPU-s) NAME
 release_build() {
   echo "== build of the products and the release's tests against Slurm $release (warnings are errors)"
   nice -n 19 "$userland" exec "$release" cmake -S "$root" -B "$dir" -DDDP_WERROR=ON \
-    "${release_flags[@]}" -DDDP_CLUSTER_SLURM="$release" &&
+    "${relwithdebinfo[@]}" -DDDP_CLUSTER_SLURM="$release" &&
     nice -n 19 "$userland" exec "$release" cmake --build "$dir" -j"$jobs" "${release_target[@]}"
 }
 release_units() {
