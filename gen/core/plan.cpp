@@ -246,6 +246,7 @@ void add_directives(Plan& plan, const Job& job, const Profile& profile, const Ch
                       std::to_string(plan.requeue->signal_time));
   }
   const bool requeues = plan.requeue || job.heal;
+  const std::string requeuer = plan.requeue ? "checkpoint.requeue" : "heal";
   if (requeues) {
     add_directive(plan, "--requeue");
     add_directive(plan, "--open-mode=", "append");
@@ -265,14 +266,13 @@ void add_directives(Plan& plan, const Job& job, const Profile& profile, const Ch
                    "\"checkpoint.signal_time\" instead");
       if (from_job && opt == "--no-requeue")
         reject(job, "sbatch",
-               ddp::text::quote(token) + ": " +
-                   (plan.requeue ? "checkpoint.requeue" : "heal") +
+               ddp::text::quote(token) + ": " + requeuer +
                    " requeues the job; leave --no-requeue out");
       continue;
     }
     if (requeues && opt == "--open-mode" && token != "--open-mode=append")
       reject(job, "sbatch",
-             ddp::text::quote(token) + ": " + (plan.requeue ? "checkpoint.requeue" : "heal") +
+             ddp::text::quote(token) + ": " + requeuer +
                  " needs --open-mode=append (a requeued run must not truncate the log of the "
                  "runs before it)");
     if (!(requeues && token == "--open-mode=append")) add_directive(plan, token);
