@@ -1,6 +1,5 @@
 #include "ddp-watch/dump_node.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 
 #include "ddp-watch/activity.hpp"
 #include "ddp-watch/dump_plan.hpp"
+#include "libddp/sys/exec.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::watch {
@@ -80,18 +80,38 @@ bool mark(pid_t pid) {
   return ok;
 }
 
-// This node's processes of the step. SLURMD_NODENAME tells nodes apart where several share
-// one process table (nodes emulated in namespaces, as in the test cluster).
+// The pids the step's slurmstepd on this node tracks (`scontrol listpids`), or nothing, said
+// on stderr, when it does not answer.
+std::optional<std::vector<pid_t>> tracked_pids(const std::string& job, const std::string& step,
+                                               const char* node) {
+  std::vector<std::string> argv{"scontrol", "listpids", job + "." + step};
+  if (node != nullptr && *node != '\0') argv.emplace_back(node);
+  ddp::sys::RunOptions options;
+  options.deadline = std::chrono::seconds(10);
+  auto ran = ddp::sys::run(argv, options);
+  if (!ran || ran->status != 0) {
+    const std::string why = ran ? "exit status " + std::to_string(ran->status) : ran.error().message;
+    std::fprintf(stderr, "ddp-watch: %s: %s: no process of the step is signalled here\n",
+                 ddp::text::join(argv, " ").c_str(), why.c_str());
+    return std::nullopt;
+  }
+  return parse_listpids(ran->out, job, step);
+}
+
+// This node's processes of the step: those its slurmstepd tracks, never a process found by its
+// environment alone (any process can set SLURM_JOB_ID; a second cluster on the machine has a job
+// with the same id). Their environment then gives each its task and rank. SLURMD_NODENAME tells
+// nodes apart where several share one process table (nodes emulated in namespaces, as in the
+// test cluster).
 std::vector<StepProcess> find_step(const std::string& job, const std::string& step) {
   std::vector<StepProcess> out;
   const char* node = std::getenv("SLURMD_NODENAME");
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return out;
-  while (dirent* e = readdir(dir)) {
-    const auto number = ddp::text::parse_int(e->d_name);
-    const pid_t pid = number ? static_cast<pid_t>(*number) : 0;
-    if (pid <= 0 || pid == getpid()) continue;
+  auto tracked = tracked_pids(job, step, node);
+  if (!tracked) return out;
+  for (pid_t pid : *tracked) {
+    if (pid == getpid()) continue;
     std::string env = slurp("/proc/" + std::to_string(pid) + "/environ");
+    // slurmstepd's own processes carry no step environment and are never signalled.
     if (env_value(env, "SLURM_JOB_ID") != job || env_value(env, "SLURM_STEP_ID") != step ||
         (node != nullptr && env_value(env, "SLURMD_NODENAME") != node)) {
       continue;
@@ -108,7 +128,6 @@ std::vector<StepProcess> find_step(const std::string& job, const std::string& st
     p.python = is_python(pid);
     out.push_back(std::move(p));
   }
-  closedir(dir);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // ddp-watch --freeze-step and --dump-step JOB.STEP, each run by the watcher as one task per
-// node of a torchrun step: find this node's processes of the step in /proc, and stop them all,
-// or have them print their stacks one by one.
+// node of a step: find this node's processes of the step (those its slurmstepd tracks), and stop
+// them all, or have them print their stacks one by one.
 #pragma once
 
 #include <string>

@@ -117,6 +117,28 @@ bool parse_dump_notice(std::string_view line, StepProcess& out) {
   return true;
 }
 
+std::vector<pid_t> parse_listpids(std::string_view table, std::string_view job,
+                                  std::string_view step) {
+  std::vector<pid_t> out;
+  bool header = false;
+  for (std::string_view line : ddp::text::split(table, '\n')) {
+    std::vector<std::string_view> f;
+    for (std::string_view w : ddp::text::split(line, ' ')) {
+      if (!w.empty()) f.push_back(w);
+    }
+    if (f.empty()) continue;
+    if (!header) {
+      header = f.size() >= 3 && f[0] == "PID" && f[1] == "JOBID" && f[2] == "STEPID";
+      if (!header) return {};
+      continue;
+    }
+    if (f.size() < 3 || f[1] != job || f[2] != step) continue;
+    auto pid = ddp::text::parse_int(f[0]);
+    if (pid && *pid > 0) out.push_back(static_cast<pid_t>(*pid));
+  }
+  return out;
+}
+
 std::string dump_marker(pid_t pid) {
   return std::string(k_prefix) + "pid " + std::to_string(pid);
 }

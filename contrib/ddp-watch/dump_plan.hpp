@@ -1,6 +1,6 @@
 // Which processes of a step are asked for their stacks, in which order, and the lines that tie
-// each dump to the process that printed it. Pure: the helper step gathers the processes from
-// /proc and passes them in.
+// each dump to the process that printed it. Pure: the helper step gathers the processes (the
+// step's slurmstepd lists them, /proc describes them) and passes them in.
 #pragma once
 
 #include <sys/types.h>
@@ -54,6 +54,14 @@ bool parse_dump_notice(std::string_view line, StepProcess& out);
 std::string dump_marker(pid_t pid);
 // The pid of a dump_marker() line, 0 for any other line.
 pid_t parse_dump_marker(std::string_view line);
+
+// The processes of step JOB.STEP in `scontrol listpids JOB.STEP NODE`'s table (columns PID,
+// JOBID, STEPID, LOCALID, GLOBALID): the step's slurmstepd names them from its process tracking,
+// so neither a process's environment nor another job with the same id (a second cluster on
+// the same machine, another slurmd on the node) can add one. Rows of any other step are left
+// out; a table that is not listpids' gives nothing.
+std::vector<pid_t> parse_listpids(std::string_view table, std::string_view job,
+                                  std::string_view step);
 
 // "main", "child", "launcher".
 std::string_view role_name(Role role);

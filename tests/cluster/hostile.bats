@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
 # ddp-watch --heal against hostile input on the embedded cluster (3 nodes, one task each): what
 # the program prints, a forged suspect line beside a real preflight, records planted where the
-# heal record goes, and silence that is not silence. Each hostile case ends with no node named
-# or excluded (--heal-max 0: a node named would be logged "named NODE", none must be); the
-# controls show that a real hang is still ended and a real bar is not.
+# heal record goes, silence that is not silence, and a process that claims to be one of the
+# step's. Each hostile case ends with no node named or excluded (--heal-max 0: a node named would
+# be logged "named NODE", none must be) and no process outside the step signalled; the controls
+# show that a real hang is still ended and a real bar is not.
 #
 # Needs: the cluster, python3, ddp-watch and ddp-check ($DDP_WATCH_BIN, $DDP_CHECK_BIN, else the
 # build's). Missing ones skip, visibly.
@@ -160,6 +161,36 @@ JOB
   spent=$(sed -n 's/^hang status 124 after \([0-9]*\) s$/\1/p' "$work/job.out")
   [ -n "$spent" ]
   ((spent >= 20 && spent <= 90))
+}
+
+@test "a process outside the step that carries the step's ids is never stopped or signalled" {
+  # The decoy sets the step's job, step, node and a rank in its own environment, on the node
+  # of task 0, as any process of the user (or a second cluster on the machine) can. Only the
+  # processes the step's slurmstepd tracks are the step's.
+  cat >"$work/hang.py" <<'EOF2'
+import time
+print("started", flush=True)
+time.sleep(600)
+EOF2
+  cat >"$work/job.sh" <<JOB
+#!/bin/bash
+#SBATCH --nodes=3 --ntasks-per-node=1 --time=5:00
+#SBATCH --output=$work/job.out
+env SLURM_STEP_ID=0 RANK=0 SLURM_PROCID=0 python3 -c 'import time; time.sleep(300)' &
+decoy=\$!
+$watch_bin --timeout 20s --grace 5s --stacks $work/stacks.txt -- srun python3 $work/hang.py
+echo "hang status \$?"
+echo "decoy state \$(awk '/^State:/ {print \$2}' /proc/\$decoy/status)"
+kill \$decoy
+JOB
+  job=$(cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.sh)
+  state=$(wait_job_end "$job" 240)
+  cut -c1-300 "$work/job.out"
+  echo "job $job ended $state"
+  # The step was ended as a stall, with each of its three ranks' stacks; the decoy sleeps on.
+  grep -qx "hang status 124" "$work/job.out"
+  [ "$(grep -c '^=== task [0-2][,:] ' "$work/stacks.txt")" -eq 3 ]
+  grep -qx "decoy state S" "$work/job.out"
 }
 
 @test "heal's requeue waits for the job script's last lines (--heal-defer, --heal-requeue)" {

@@ -84,3 +84,25 @@ TEST(WatchDumpPlan, NoticesAndMarkersRoundTrip) {
   EXPECT_EQ(parse_dump_marker("ddp-watch-dump: pid -3"), 0);
   EXPECT_EQ(parse_dump_marker("3: ddp-watch-dump: pid 4"), 0);
 }
+
+// The table as `scontrol listpids 4.0 node02` prints it (Slurm 24.11): the tasks with their
+// ids, a process a task started (a DataLoader worker) with "-".
+TEST(DumpPlan, ListpidsGivesTheStepsTrackedProcessesOnly) {
+  const std::string table =
+      "PID      JOBID    STEPID   LOCALID GLOBALID\n"
+      "19001    4        0        0       2        \n"
+      "19002    4        0        1       3        \n"
+      "19010    4        0        -       -        \n"
+      "19020    4        1        0       0        \n"
+      "19030    40       0        0       0        \n";
+  EXPECT_EQ(parse_listpids(table, "4", "0"), (std::vector<pid_t>{19001, 19002, 19010}));
+  EXPECT_EQ(parse_listpids(table, "4", "1"), (std::vector<pid_t>{19020}));
+  EXPECT_TRUE(parse_listpids(table, "4", "2").empty());
+  // Only listpids' own table counts: text without its header, or rows with a bad pid, give
+  // nothing.
+  EXPECT_TRUE(parse_listpids("19001 4 0 0 2\n", "4", "0").empty());
+  EXPECT_TRUE(parse_listpids("", "4", "0").empty());
+  EXPECT_TRUE(parse_listpids("PID JOBID STEPID LOCALID GLOBALID\nx 4 0 0 0\n-3 4 0 0 0\n0 4 0 0 0\n",
+                             "4", "0")
+                  .empty());
+}
