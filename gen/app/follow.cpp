@@ -96,12 +96,13 @@ class Follower {
 
   void seen(const JobStatus& now) {
     const auto files = output_files(now);
-    if (tails_.size() != files.size() ||
-        !std::equal(files.begin(), files.end(), tails_.begin(),
-                    [](const std::string& f, const OutputTail& t) { return f == t.path; })) {
-      tails_.clear();
-      for (const auto& f : files) tails_.push_back(OutputTail{f});
+    // A file seen before is read on from where it was (a sweep's output adds its continuation).
+    std::vector<OutputTail> tails;
+    for (const auto& f : files) {
+      auto it = std::ranges::find_if(tails_, [&](const OutputTail& t) { return t.path == f; });
+      tails.push_back(it != tails_.end() ? std::move(*it) : OutputTail{f});
     }
+    tails_ = std::move(tails);
     looked_at_ = Clock::now();
     const auto changes = job_changes(last_, now);
     last_ = now;

@@ -1,6 +1,8 @@
 // ddpgen status JOBID and ddpgen logs JOBID: one look at a job, and its output file as it is.
+#include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include "gen/app/files.hpp"
 #include "gen/app/job_output.hpp"
@@ -79,17 +81,26 @@ Result<void> print_job_output(const std::string& id) {
                          id + ".out by default)");
   const auto files = output_files(**s);
   if (files.empty()) return ddp::fail({"job " + id, 0, 0}, "its output goes to /dev/null");
-  auto text = read_file(files[0]);
-  if (!text) {
-    if ((*s)->state == "PENDING")
-      return ddp::fail({"job " + id, 0, 0}, "PENDING: no output yet (it will be in " +
-                                                ddp::text::quote(files[0], 200) + ")");
-    return std::unexpected(text.error());
+  // The output, then the file a sweep's script continued it in.
+  JobStatus out_only = **s;
+  out_only.std_err.clear();
+  const auto out_files = output_files(out_only);
+  for (std::size_t i = 0; i < out_files.size(); ++i) {
+    auto text = read_file(out_files[i]);
+    if (!text) {
+      if (i == 0 && (*s)->state == "PENDING")
+        return ddp::fail({"job " + id, 0, 0}, "PENDING: no output yet (it will be in " +
+                                                  ddp::text::quote(out_files[0], 200) + ")");
+      return std::unexpected(text.error());
+    }
+    if (auto written = write_stdout(*text); !written) return written;
   }
-  if (auto written = write_stdout(*text); !written) return written;
-  if (files.size() > 1)
-    std::cerr << "ddpgen: job " << id << "'s stderr is in " << ddp::text::printable(files[1])
-              << "\n";
+  std::vector<std::string> err_files;
+  for (const auto& f : files)
+    if (std::ranges::find(out_files, f) == out_files.end()) err_files.push_back(f);
+  if (!err_files.empty())
+    std::cerr << "ddpgen: job " << id << "'s stderr is in "
+              << ddp::text::printable(ddp::text::join(err_files, ", ")) << "\n";
   return {};
 }
 
@@ -101,10 +112,14 @@ Result<void> print_rank_log(const std::string& id, long rank) {
     return ddp::fail(at,
                      "not known to scontrol, which names its output file, where the rank logs' "
                      "directory is written; look in the job's logs.dir");
-  const auto files = output_files(**s);
-  auto text = files.empty() ? Result<std::string>(std::string()) : read_file(files.back());
-  if (!text) return std::unexpected(text.error());
-  const auto dir = rank_log_dir_in(*text);
+  // The script says where the rank logs are in its output (a sweep's: in the file it
+  // continues in).
+  std::optional<std::string> dir;
+  for (const auto& file : output_files(**s)) {
+    auto text = read_file(file);
+    if (!text) return std::unexpected(text.error());
+    if ((dir = rank_log_dir_in(*text))) break;
+  }
   if (!dir)
     return ddp::fail(at, (*s)->state == "PENDING"
                              ? std::string("PENDING: no rank logs yet")

@@ -4,11 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <string_view>
+
 namespace ddpgen::app {
 namespace {
 
 // Bytes read per look at an output file, and the most of an existing output shown on attaching.
 constexpr std::size_t k_chunk = 1 << 20;
+// Where a sweep's script says that its output continues in another file: its first lines.
+constexpr std::size_t k_head = 16 << 10;
+constexpr int k_head_lines = 32;
 
 }  // namespace
 
@@ -44,11 +50,41 @@ std::string read_more(OutputTail& t, std::vector<std::string>& notes) {
   return out;
 }
 
+std::optional<std::string> continued_in(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::string head;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    head.resize(k_head);
+    const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
+    head.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  ::close(fd);
+  std::size_t at = 0;
+  for (int line = 0; line < k_head_lines && at < head.size(); ++line) {
+    const std::size_t end = head.find('\n', at);
+    if (end == std::string::npos) break;  // a line still being written
+    const std::string_view text(head.data() + at, end - at);
+    for (std::string_view lead : {"ddpgen: output continues in ", "ddpgen: errors continue in "})
+      if (text.starts_with(lead) && text.size() > lead.size() && text[lead.size()] == '/')
+        return std::string(text.substr(lead.size()));
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> output_files(const JobStatus& s) {
   std::vector<std::string> out;
-  for (const auto& path : {s.std_out, s.std_err})
-    if (!path.empty() && path != "/dev/null" && (out.empty() || out[0] != path))
+  auto add = [&](const std::string& path) {
+    if (!path.empty() && path != "/dev/null" && std::ranges::find(out, path) == out.end())
       out.push_back(path);
+  };
+  for (const auto& path : {s.std_out, s.std_err}) {
+    add(path);
+    if (!path.empty() && path != "/dev/null")
+      if (auto next = continued_in(path)) add(*next);
+  }
   return out;
 }
 

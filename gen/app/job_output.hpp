@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,13 @@ struct OutputTail {
 // yet, or is not a regular file (/dev/null, a FIFO), gives nothing.
 std::string read_more(OutputTail& t, std::vector<std::string>& notes);
 
-// The output files of s: StdOut, and StdErr when it is another file; never /dev/null.
+// The file a sweep's script sends a stream on to, once the sweep's values name it: the path of
+// its line "ddpgen: output continues in PATH" (or "errors continue in") among the first lines
+// of sbatch's own file at `path`; nothing when there is none.
+std::optional<std::string> continued_in(const std::string& path);
+
+// The output files of s: StdOut, then the file it continues in (a sweep's), and StdErr and its
+// continuation when they are other files; never /dev/null.
 std::vector<std::string> output_files(const JobStatus& s);
 
 // The last verdict line (classify_line) in the last MiB of each of s's output files, or "".

@@ -213,13 +213,6 @@ void add_resources(Plan& plan, const Job& job, const Profile& profile, const Cho
   if (job.time > 0) add_directive(plan, "--time=", duration::format(job.time));
 }
 
-// --output and --error with their run-time references as sbatch's patterns (checked before).
-std::string filename(const std::string& value) {
-  std::string pattern;
-  refs::filename_pattern(value, &pattern);
-  return pattern;
-}
-
 std::string upper(std::string text) {
   for (char& ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   return text;
@@ -231,8 +224,9 @@ void add_directives(Plan& plan, const Job& job, const Profile& profile, const Ch
   if (!job.name.empty()) add_directive(plan, "--job-name=", job.name);
   if (!job.account.empty()) add_directive(plan, "--account=", job.account);
   add_resources(plan, job, profile, c, tasks_per_node, extra);
-  if (!job.output.empty()) add_directive(plan, "--output=", filename(job.output));
-  if (!job.error.empty()) add_directive(plan, "--error=", filename(job.error));
+  if (!job.output.empty())
+    add_directive(plan, "--output=", detail::sbatch_file(job, job.output, ".out"));
+  if (!job.error.empty()) add_directive(plan, "--error=", detail::sbatch_file(job, job.error, ".err"));
   if (job.mail) {
     if (!job.mail->user.empty()) add_directive(plan, "--mail-user=", job.mail->user);
     add_directive(plan, "--mail-type=", upper(job.mail->type));

@@ -90,6 +90,18 @@ struct Plan {
   std::vector<EnvList> sweep_tasks;
   std::vector<std::string> sweep_names;  // the parameters' names as the job file gives them
   long sweep_parallel = 0;
+  // output and error whose names hold a sweep's values: sbatch writes to `early` (a name in
+  // the same directory, by the array task) until the script, once the values are set, sends
+  // the stream on to `path` (run-time references, created with its directory).
+  struct SweepFile {
+    bool error = false;  // the error stream; else the output (and the errors with it when
+                         // `error` is not set apart)
+    std::string early;
+    std::string path;
+  };
+  std::vector<SweepFile> sweep_files;
+  bool errors_apart = false;  // the job sets error: stderr has a file of its own
+  bool append = false;        // --open-mode=append: a requeued run adds to the file
 };
 
 // Checks job against profile and decides everything the script needs. Errors name the job

@@ -133,8 +133,12 @@ std::vector<Error> check_references(const Job& job, const Profile& profile) {
         throw Error{*problem, {at == profile.origin.end() ? profile.name : at->second, 0, 0}};
   }
   for (const auto& [key, value] : {std::pair{"output", job.output}, {"error", job.error}}) {
+    // A name with the sweep's values (checked with the sweep's rules) is the script's to open;
+    // sbatch gets one of the array task.
     std::string pattern;
-    if (auto problem = refs::filename_pattern(value, &pattern))
+    if (names_sweep(job, value))
+      pattern = sbatch_file(job, value, ".out");
+    else if (auto problem = refs::filename_pattern(value, &pattern))
       reject(job, key, ddp::text::quote(std::string(key)) + ": " + *problem);
     if (!pattern.empty()) check_sbatch_value(job, key, pattern);
   }

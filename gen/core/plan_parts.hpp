@@ -33,5 +33,11 @@ void add_runs(Plan& plan, const Job& job, const Profile& profile);
 
 // The names sweep's tasks export: SWEEP_<NAME>, in the parameters' order.
 std::vector<std::string> sweep_variables(const Job& job);
+// Whether value names one of the sweep's values (${SWEEP_<NAME>}).
+bool names_sweep(const Job& job, const std::string& value);
+// The #SBATCH --output (or --error) name of an output or error value: its references as
+// sbatch's patterns; for a name with the sweep's values, "%x-%A_%a" + suffix in the
+// directories before the first one a sweep value names.
+std::string sbatch_file(const Job& job, const std::string& value, std::string_view suffix);
 
 }  // namespace ddpgen::detail

@@ -1,6 +1,8 @@
 // logs: and sweep: in the plan. A sweep is a job array whose tasks each export one combination
 // of the parameters' values; its runs must not share a checkpoint, an output file or a log
-// directory, so each of these must name the array task. logs: puts a tee in front of every
+// directory, so each of these must name the array task or every parameter. An output named by
+// the sweep's values is opened by the script itself once they are set; sbatch's own file, named
+// by the array task, keeps what comes before and Slurm's own messages. logs: puts a tee in front of every
 // rank: the rank's lines go to its own file and, unchanged, to srun (the job's output and
 // ddp-watch's view of it keep every line).
 #include <algorithm>
@@ -56,13 +58,19 @@ void check_sweep(const Job& job) {
                "files" +
                fix);
   for (const auto& [key, value] : {std::pair{"output", job.output}, {"error", job.error}}) {
-    for (const auto& name : refs::names(value))
-      if (name.starts_with("SWEEP_"))
+    // A name with the sweep's values is opened by the script once they are set.
+    std::string path;
+    if (names_sweep(job, value)) {
+      if (auto problem = refs::script_filename(value, sweep_variables(job), &path))
+        reject(job, key, ddp::text::quote(std::string(key)) + ": " + *problem);
+      if (!differs_per_task(job, path))
         reject(job, key,
-               ddp::text::quote(std::string(key)) + ": ${" + name +
-                   "} cannot name the file: sbatch opens it before the script sets the sweep's "
-                   "values; write ${SLURM_ARRAY_TASK_ID} (ddpgen status shows each task's "
-                   "values)");
+               ddp::text::quote(std::string(key)) + " " + ddp::text::quote(value) +
+                   " is the same file for tasks of the sweep that differ in a parameter it "
+                   "leaves out; name every sweep parameter in it, or the array task "
+                   "(${SLURM_ARRAY_TASK_ID})");
+      continue;
+    }
     // sbatch's own patterns count too: %a (the array task) and %j (each task's job id).
     const auto names = refs::names(value);
     const bool pattern =
@@ -71,7 +79,8 @@ void check_sweep(const Job& job) {
       reject(job, key,
              ddp::text::quote(std::string(key)) + " " + ddp::text::quote(value) +
                  " is the same file for every task of the sweep; name the array task in it, "
-                 "e.g. ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}");
+                 "e.g. ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}, or the sweep's values "
+                 "(${SWEEP_<NAME>})");
   }
   for (const auto& option : job.sbatch)
     if (option.starts_with("--array") || option.starts_with("-a"))
@@ -149,6 +158,28 @@ std::vector<std::string> sweep_variables(const Job& job) {
   return out;
 }
 
+bool names_sweep(const Job& job, const std::string& value) {
+  const auto vars = sweep_variables(job);
+  return std::ranges::any_of(refs::names(value), [&](const std::string& name) {
+    return std::ranges::find(vars, name) != vars.end();
+  });
+}
+
+std::string sbatch_file(const Job& job, const std::string& value, std::string_view suffix) {
+  std::string pattern;
+  if (!names_sweep(job, value)) {
+    refs::filename_pattern(value, &pattern);
+    return pattern;
+  }
+  // The directories before the first one named by a sweep value, then a name of the array task.
+  const auto parts = ddp::text::split(value, '/');
+  std::string dir;
+  for (std::size_t i = 0; i + 1 < parts.size() && !names_sweep(job, std::string(parts[i])); ++i)
+    dir += std::string(parts[i]) + "/";
+  refs::filename_pattern(dir, &pattern);
+  return pattern + "%x-%A_%a" + std::string(suffix);
+}
+
 void check_runs(const Job& job) {
   if (job.sweep) check_sweep(job);
 }
@@ -166,6 +197,14 @@ void add_runs(Plan& plan, const Job& job, const Profile& profile) {
     plan.sweep_tasks.push_back(std::move(env));
   }
   plan.sweep_parallel = s.parallel;
+  plan.errors_apart = !job.error.empty();
+  plan.append = std::ranges::find(plan.directives, "--open-mode=append") != plan.directives.end();
+  for (const auto& [error, value] : {std::pair{false, job.output}, {true, job.error}}) {
+    if (!names_sweep(job, value)) continue;
+    std::string path;
+    refs::script_filename(value, names, &path);
+    plan.sweep_files.push_back({error, sbatch_file(job, value, error ? ".err" : ".out"), path});
+  }
 }
 
 }  // namespace ddpgen::detail

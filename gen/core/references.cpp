@@ -267,4 +267,42 @@ std::optional<std::string> filename_pattern(std::string_view text, std::string* 
   return std::nullopt;
 }
 
+std::optional<std::string> script_filename(std::string_view text,
+                                           const std::vector<std::string>& also,
+                                           std::string* out) {
+  out->clear();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (const std::size_t end = reference_end(text, i); end > i) {
+      const auto name = text.substr(i + 2, end - i - 3);
+      const bool pattern = std::ranges::any_of(k_patterns, [&](const auto& p) { return p.first == name; });
+      if (!pattern && std::ranges::find(also, name) == also.end())
+        return "${" + std::string(name) +
+               "} cannot name the file; these can: the sweep's ${SWEEP_<NAME>}, ${SLURM_JOB_ID} "
+               "(%j), ${SLURM_ARRAY_JOB_ID} (%A), ${SLURM_ARRAY_TASK_ID} (%a), ${SLURM_JOB_NAME} "
+               "(%x), ${USER} (%u)";
+      out->append(text.substr(i, end - i));
+      i = end - 1;
+      continue;
+    }
+    if (text[i] != '%') {
+      *out += text[i];
+      continue;
+    }
+    const char p = i + 1 < text.size() ? text[i + 1] : '\0';
+    const auto* found = std::find_if(std::begin(k_patterns), std::end(k_patterns),
+                                     [&](const auto& k) { return k.second[1] == p; });
+    if (p == '%') {
+      *out += '%';
+    } else if (found != std::end(k_patterns)) {
+      *out += "${" + std::string(found->first) + "}";
+    } else {
+      return "\"" + std::string(text.substr(i, 2)) +
+             "\" cannot name a file the script opens itself (a sweep's); these can: %j, %A, "
+             "%a, %x, %u and %%";
+    }
+    ++i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace ddpgen::refs

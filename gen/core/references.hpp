@@ -57,4 +57,12 @@ std::vector<std::string> unbraced_unknown(std::string_view text,
 // sbatch reads #SBATCH lines itself, before any shell runs.
 std::optional<std::string> filename_pattern(std::string_view text, std::string* out);
 
+// The other way, for a file the script opens itself (a sweep's output, named once the sweep's
+// values are set): text with sbatch's patterns as run-time references (%j -> ${SLURM_JOB_ID},
+// %A, %a, %x, %u; %% -> %), its references kept; or why one cannot name the file there. The
+// references filename_pattern() takes can, and those in `also` (the sweep's SWEEP_<NAME>).
+std::optional<std::string> script_filename(std::string_view text,
+                                           const std::vector<std::string>& also,
+                                           std::string* out);
+
 }  // namespace ddpgen::refs

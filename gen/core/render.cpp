@@ -225,6 +225,22 @@ mu::data sweep_data(const Plan& plan) {
   return out;
 }
 
+// Output and error files named by the sweep's values: the script opens them (quoted: data,
+// with their run-time references only).
+mu::data sweep_files_data(const Plan& plan) {
+  mu::data files{mu::data::type::list};
+  for (const Plan::SweepFile& f : plan.sweep_files) {
+    mu::data file;
+    file.set("path", shell::quote_expanding(f.path));
+    file.set("what", f.error ? "errors continue" : "output continues");
+    file.set("to_stderr", f.error ? " >&2" : "");
+    file.set("redirect", std::string(f.error ? "2" : "") + (plan.append ? ">>" : ">"));
+    file.set("also", !f.error && !plan.errors_apart ? " 2>&1" : "");
+    files.push_back(file);
+  }
+  return files;
+}
+
 // logs: the directory of the rank files.
 mu::data logs_data(const Plan& plan) {
   if (plan.logs_dir.empty()) return mu::data(false);
@@ -286,6 +302,8 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("watchdog", watchdog_data(plan));
   d.set("heal", plan.heal.has_value());
   d.set("sweep", sweep_data(plan));
+  d.set("has_sweep_files", !plan.sweep_files.empty());
+  d.set("sweep_files", sweep_files_data(plan));
   d.set("logs", logs_data(plan));
   d.set("spares",
         plan.spares > 0 ? mu::data("count", std::to_string(plan.spares)) : mu::data(false));

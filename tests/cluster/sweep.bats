@@ -8,7 +8,9 @@
 #     that rank's file holds its stack;
 #   - sweep: 2 x 2 parameters, parallel: 2: four array tasks, throttled to two, which see four
 #     distinct combinations and write four distinct checkpoint directories (and, launcher
-#     none, each its own rank-0.log).
+#     none, each its own rank-0.log);
+#   - a sweep whose output is named by its values: each task's lines in its own file, sbatch's
+#     file saying where they went, and ddpgen logs showing both.
 #
 # Needs: the cluster, ddpgen ($DDPGEN, else build/gen/ddpgen) and, for torchrun, Debian's
 # python3-torch, for the watchdog ddp-watch ($DDP_WATCH_BIN, else build/contrib/ddp-watch).
@@ -197,4 +199,47 @@ JOB
   grep -qE '^    1  COMPLETED on node0[1-3]  a=one b=\$HOME$' <<<"$sweep_status"
   grep -qE "^    2  COMPLETED on node0[1-3]  a=two words b=x'y\$" <<<"$sweep_status"
   grep -qE '^    3  COMPLETED on node0[1-3]  a=two words b=\$HOME$' <<<"$sweep_status"
+}
+
+@test "sweep: an output named by the sweep's values holds its task's lines; ddpgen logs finds it" {
+  cat >"$work/task.sh" <<'SH'
+echo "values a=$SWEEP_A b=$SWEEP_B"
+echo "stderr a=$SWEEP_A b=$SWEEP_B" >&2
+SH
+  cat >"$work/named.yaml" <<JOB
+name: sweep-named
+nodes: 1
+procs_per_node: 1
+time: "00:05:00"
+launcher: none
+script: /bin/bash
+args: ["$work/task.sh"]
+output: "$work/\${SWEEP_A}-\${SWEEP_B}/task-%a.out"
+sweep:
+  parameters: {a: [one, "two words"], b: [x, y]}
+  parallel: 2
+JOB
+  render named
+  # sbatch's own file is named by the array task, beside the first directory a value names.
+  grep -qxF "#SBATCH --output=$work/%x-%A_%a.out" "$work/named.slurm"
+  submit named
+  for t in 0 1 2 3; do
+    [ "$(wait_job_end "${job}_$t" 30)" = COMPLETED ]
+  done
+  local t dir
+  for t in 0 1 2 3; do
+    case $t in 0) dir="one-x" ;; 1) dir="one-y" ;; 2) dir="two words-x" ;; 3) dir="two words-y" ;; esac
+    echo "task $t:"; cat "$work/sweep-named-${job}_$t.out" "$work/$dir/task-$t.out"
+    # sbatch's file: the one line saying where the output went; that file: the task's own two
+    # lines, stderr with stdout, and nothing else.
+    [ "$(cat "$work/sweep-named-${job}_$t.out")" = "ddpgen: output continues in $work/$dir/task-$t.out" ]
+    [ "$(wc -l <"$work/$dir/task-$t.out")" -eq 2 ]
+    grep -qxF "values a=${dir%-*} b=${dir##*-}" "$work/$dir/task-$t.out"
+    grep -qxF "stderr a=${dir%-*} b=${dir##*-}" "$work/$dir/task-$t.out"
+  done
+  # ddpgen logs of a task, from another directory, shows both files.
+  logs=$(cd / && cl env PATH="$k_job_path" "$DDPGEN" logs "${job}_2")
+  echo "$logs"
+  grep -qxF "ddpgen: output continues in $work/two words-x/task-2.out" <<<"$logs"
+  grep -qxF "values a=two words b=x" <<<"$logs"
 }

@@ -3,8 +3,9 @@
 # cannot show on demand in a short test. A job requeued with a node excluded, that then leaves
 # scontrol on a cluster without accounting (its final state unknown, said so, exit 1); one that
 # leaves scontrol and is finished through sacct (exit 0); a job nobody knows; a bad job id
-# (exit 2); a large output attached to, and one truncated by a requeue. Each stand-in answers
-# from a numbered file per call. About 15 s (a look every 2 s).
+# (exit 2); a large output attached to, and one truncated by a requeue; a sweep task's output
+# continued in the file its values name. Each stand-in answers from a numbered file per call.
+# About 20 s (a look every 2 s).
 #   follow.sh DDPGEN
 set -uo pipefail
 ddpgen=$1
@@ -149,14 +150,51 @@ ddpgen: job 9: $fake/out began again (the job runs again; Slurm truncated its ou
 run 1
 ddpgen: job 9: COMPLETED on node01, after 00:00:01, exit code 0:0" "$out"
 
-# 4. A job nobody knows.
+# 4. A sweep's task whose output file is named by the sweep's values: sbatch's file says where
+# the output continues, and the follower reads on there without showing the first file again.
+# A "continues in" line further down (a program's) is not followed.
+scenario sweep
+record 10_1 RUNNING None node01 0 "(null)" >"$fake/looks/1"
+printf '#!/bin/sh
+echo "ddpgen: output continues in %s/lr0.1/out" >>"%s/out"
+mkdir -p "%s/lr0.1"
+echo "epoch 1" >>"%s/lr0.1/out"
+' \
+  "$fake" "$fake" "$fake" "$fake" >"$fake/looks/1.sh"
+record 10_1 RUNNING None node01 0 "(null)" >"$fake/looks/2"
+printf '#!/bin/sh
+echo "epoch 2" >>"%s/lr0.1/out"
+' "$fake" >"$fake/looks/2.sh"
+record 10_1 COMPLETED None node01 0 "(null)" >"$fake/looks/3"
+chmod +x "$fake"/looks/*.sh
+follow logs 10_1 --follow
+expect_eq "sweep: exit" 0 "$status"
+expect_eq "sweep: stream" "ddpgen: job 10_1: RUNNING on node01
+ddpgen: output continues in $fake/lr0.1/out
+epoch 1
+epoch 2
+ddpgen: job 10_1: COMPLETED on node01, after 00:00:00, exit code 0:0" "$out"
+rm -f "$fake/calls" "$fake"/looks/*.sh
+follow logs 10_1
+expect_eq "sweep: logs" "ddpgen: output continues in $fake/lr0.1/out
+epoch 1
+epoch 2" "$out"
+# Only sbatch's file's first lines count: a line the program printed later is text.
+for i in $(seq 1 40); do echo "line $i"; done >"$fake/out2"
+echo "ddpgen: output continues in /etc/passwd" >>"$fake/out2"
+record 11 COMPLETED None node01 0 "(null)" | sed "s|$fake/out|$fake/out2|g" >"$fake/looks/1"
+rm -f "$fake/calls" "$fake"/looks/[23]
+follow logs 11
+expect_eq "sweep: late line" 41 "$(wc -l <<<"$out")"
+
+# 5. A job nobody knows.
 scenario unknown
 echo GONE >"$fake/looks/1"
 follow logs 7 --follow
 expect_eq "unknown: exit" 1 "$status"
 expect_eq "unknown: error" "ddpgen: error: job 7 is not known to scontrol and sacct cannot say: sacct: Slurm accounting storage is disabled" "$err"
 
-# 5. Not a job id: a usage error, and no Slurm client asked.
+# 6. Not a job id: a usage error, and no Slurm client asked.
 scenario bad-id
 follow logs '7;scancel'
 expect_eq "bad id: exit" 2 "$status"

@@ -125,5 +125,28 @@ TEST(GenReferences, OutputFilesUseSbatchPatterns) {
   EXPECT_NE(home->find("${HOME} cannot expand in an #SBATCH line"), std::string::npos);
 }
 
+// A sweep's output is opened by the script: sbatch's patterns become references, the sweep's
+// own references stay, anything that cannot expand there is refused with the choices.
+TEST(GenReferences, ScriptFilenameTurnsPatternsIntoReferences) {
+  std::string out;
+  const std::vector<std::string> sweep{"SWEEP_LR"};
+  EXPECT_FALSE(refs::script_filename("runs/${SWEEP_LR}/%x-%j_%A.%a-%u%%.out", sweep, &out));
+  EXPECT_EQ(out,
+            "runs/${SWEEP_LR}/${SLURM_JOB_NAME}-${SLURM_JOB_ID}_${SLURM_ARRAY_JOB_ID}."
+            "${SLURM_ARRAY_TASK_ID}-${USER}%.out");
+  EXPECT_FALSE(refs::script_filename("${SLURM_ARRAY_TASK_ID}-${SWEEP_LR}", sweep, &out));
+  EXPECT_EQ(out, "${SLURM_ARRAY_TASK_ID}-${SWEEP_LR}");
+  auto node = refs::script_filename("runs/${SWEEP_LR}/%N.out", sweep, &out);
+  ASSERT_TRUE(node);
+  EXPECT_NE(node->find("\"%N\" cannot name a file the script opens itself"), std::string::npos);
+  auto trailing = refs::script_filename("runs/${SWEEP_LR}/x%", sweep, &out);
+  ASSERT_TRUE(trailing);
+  EXPECT_NE(trailing->find("\"%\" cannot name"), std::string::npos);
+  auto home = refs::script_filename("${HOME}/${SWEEP_LR}", sweep, &out);
+  ASSERT_TRUE(home);
+  EXPECT_NE(home->find("${HOME} cannot name the file"), std::string::npos);
+  EXPECT_TRUE(refs::script_filename("${SWEEP_BS}.out", sweep, &out));
+}
+
 }  // namespace
 }  // namespace ddpgen
