@@ -9,8 +9,10 @@
 # The fixture's cluster is started again with the topology (same Slurm, same plugin) in
 # setup_file, and without it in teardown_file, a few seconds each.
 #
-# Needs: the cluster with the plugin; Debian's python3-torch for the rendezvous (skips, saying
-# why, without it).
+# ddp-watch there names a stuck rank by its RANK and node, as Slurm's task order differs.
+#
+# Needs: the cluster with the plugin; Debian's python3-torch for the rendezvous and ddp-watch
+# ($DDP_WATCH_BIN, else the build's) for the stall (skips, saying why, without them).
 
 bats_require_minimum_version 1.5.0
 load lib
@@ -153,6 +155,42 @@ node03 1 5 node01 6 2 2 3"
   wait_job "$id" 200 || { cat "$work/job-$id.out"; return 1; }
   grep -q '^start world 6 backend gloo device cpu ' "$work/job-$id.out"
   grep -q '^weights identical on 6 ranks$' "$work/job-$id.out"
+}
+
+# ddp-watch under the topology order: a rank stuck in its data loading is named by its RANK and
+# its node, although Slurm numbered the tasks in another order (26.05: task 0 is RANK 4, on
+# node03); every rank's stack is in the stacks file under its own task and rank.
+@test "ddp-watch names the stuck rank and its node under the topology order" {
+  skip_unless_cluster
+  need_torch
+  local watch_bin=${DDP_WATCH_BIN:-$REPO/build/contrib/ddp-watch/ddp-watch}
+  [[ -x $watch_bin ]] || skip "ddp-watch not built (cmake --build build) and DDP_WATCH_BIN unset"
+  local work=$BATS_TEST_TMPDIR/watch
+  mkdir -p "$work"
+  chmod 755 "$BATS_TEST_TMPDIR" "$work"
+  cat >"$work/job.sh" <<JOB
+#!/bin/bash
+#SBATCH --nodes=3 --ntasks-per-node=2 --time=5:00 --output=$work/job-%j.out
+export OMP_NUM_THREADS=1
+status=0
+$watch_bin --timeout 15s --startup 120s --grace 20s --stacks $work/stacks.txt -- \\
+  srun --ddp /usr/bin/python3 $REPO/tests/cluster/stall.py --steps 100000 --hang-rank 1 \\
+  --at-step 10 || status=\$?
+echo "watch exit \$status"
+exit \$status
+JOB
+  id=$(cd "$work" && cl env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    sbatch --parsable job.sh)
+  state=$(wait_job_end "$id" 240)
+  grep -v '^step ' "$work/job-$id.out" | cut -c1-300
+  [ "$state" = FAILED ]
+  grep -qx 'watch exit 124' "$work/job-$id.out"
+  grep -qE '^ddp-watch: verdict: rank 1 on node01 at stall\.py:[0-9]+ in load_batch; ranks 0,2-5 on node\[01-03\] wait in ' "$work/job-$id.out"
+  # Each stack under its task and rank: RANK 1 is task 3 under the topology order, else task 1.
+  local task=1
+  if topology_ordered; then task=3; fi
+  grep -qx "=== task $task, rank 1, node node01, elsewhere ===" "$work/stacks.txt"
+  [ "$(grep -c '^=== task [0-5], rank [0-5], node node0[1-3], ' "$work/stacks.txt")" -eq 6 ]
 }
 
 # Last: it leaves the cluster a topology/block site, which teardown_file replaces.
