@@ -90,7 +90,8 @@ std::optional<std::vector<pid_t>> tracked_pids(const std::string& job, const std
   options.deadline = std::chrono::seconds(10);
   auto ran = ddp::sys::run(argv, options);
   if (!ran || ran->status != 0) {
-    const std::string why = ran ? "exit status " + std::to_string(ran->status) : ran.error().message;
+    const std::string why =
+        ran ? "exit status " + std::to_string(ran->status) : ran.error().message;
     std::fprintf(stderr, "ddp-watch: %s: %s: no process of the step is signalled here\n",
                  ddp::text::join(argv, " ").c_str(), why.c_str());
     return std::nullopt;
@@ -193,7 +194,19 @@ int probe_step_here(const std::string& step) {
   return status;
 }
 
-int dump_step_here(const std::string& step) {
+namespace {
+
+// Sleeps until `at_ms` (ms since the epoch), at most 10 s; at once when it has passed or is 0.
+void wait_for(long long at_ms) {
+  using namespace std::chrono;
+  const auto now = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  if (at_ms <= now) return;
+  std::this_thread::sleep_for(milliseconds(std::min<long long>(at_ms - now, 10'000)));
+}
+
+}  // namespace
+
+int dump_step_here(const std::string& step, long long at_ms) {
   auto processes = step_here("--dump-step", step);
   if (!processes) return 2;
   DumpPlan plan = plan_dump(*processes);
@@ -201,6 +214,10 @@ int dump_step_here(const std::string& step) {
   // this node's processes wait for their turn stopped. The ranks' children stay stopped: they
   // would dump into their rank's output at the same moment.
   stop_all(plan.stop);
+  // Every node starts at the same moment: the first rank to dump dies, srun then ends the step,
+  // and a node whose helper was still finding its processes (a slow scontrol on a loaded node)
+  // would lose its ranks' stacks, the culprit's among them.
+  wait_for(at_ms);
   int status = 1;  // until a process took the signal
   for (const StepProcess& p : plan.dump) {
     mark(p.pid);

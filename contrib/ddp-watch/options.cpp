@@ -128,6 +128,11 @@ constexpr Row k_table[] = {
      [](Options& o, const Value& v) { o.freeze_step = std::string(v.text); }},
     {{.name = "--probe-step", .kind = cli::Kind::text, .shown = cli::Shown::nowhere},
      [](Options& o, const Value& v) { o.probe_step = std::string(v.text); }},
+    {{.name = "--dump-at",
+      .kind = cli::Kind::number,
+      .max = 4'000'000'000'000,
+      .shown = cli::Shown::nowhere},
+     [](Options& o, const Value& v) { o.dump_at_ms = static_cast<long long>(v.number); }},
 };
 
 // `unknown option "--timeot" (did you mean --timeout?); see ddp-watch --help`.

@@ -36,6 +36,9 @@ struct Options {
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
   std::string freeze_step;   // internal: on this node, stop (SIGSTOP) every process of JOB.STEP
   std::string probe_step;    // internal: on this node, print what the processes of JOB.STEP wrote
+  // internal, with --dump-step: the wall-clock time (ms since the epoch) at which every node's
+  // helper starts signalling, its processes found and stopped by then; 0: at once.
+  long long dump_at_ms = 0;
   std::string heal_requeue;  // --heal-requeue FILE: carry out the requeue --heal-defer kept
   bool help = false;
   bool version = false;

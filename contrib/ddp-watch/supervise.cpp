@@ -193,11 +193,27 @@ void Watch::probe() {
 // Freezes the step on every node, then starts the helper that dumps it; false when the freeze
 // or the start failed or passed its deadline (the caller then signals the step).
 bool Watch::start_helper(const StackRequest::Helper& h) {
+  const auto freezing = std::chrono::steady_clock::now();
   if (!run_command(h.freeze, h.deadline)) {
     announce(std::string(k_freeze_failed));
     return false;
   }
-  auto started = ddp::sys::start(h.dump, {});
+  // The dump helper's tasks start signalling together, once each has found and stopped its
+  // node's processes: twice what the freeze step took from srun to its end, from 2 to 5 s, and
+  // at most a quarter of the grace, which still has to hold the dumps.
+  using std::chrono::milliseconds;
+  const auto froze =
+      std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - freezing);
+  const milliseconds most =
+      std::min<milliseconds>(std::chrono::seconds(5), std::chrono::seconds(o_.grace_s) / 4);
+  const milliseconds delay =
+      std::min(std::max<milliseconds>(2 * froze, std::chrono::seconds(2)), most);
+  const auto at = std::chrono::system_clock::now() + delay;
+  std::vector<std::string> dump = h.dump;
+  dump.push_back(
+      "--dump-at=" +
+      std::to_string(std::chrono::duration_cast<milliseconds>(at.time_since_epoch()).count()));
+  auto started = ddp::sys::start(dump, {});
   if (!started) {
     announce(started.error().message);
     return false;

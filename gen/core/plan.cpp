@@ -226,7 +226,8 @@ void add_directives(Plan& plan, const Job& job, const Profile& profile, const Ch
   add_resources(plan, job, profile, c, tasks_per_node, extra);
   if (!job.output.empty())
     add_directive(plan, "--output=", detail::sbatch_file(job, job.output, ".out"));
-  if (!job.error.empty()) add_directive(plan, "--error=", detail::sbatch_file(job, job.error, ".err"));
+  if (!job.error.empty())
+    add_directive(plan, "--error=", detail::sbatch_file(job, job.error, ".err"));
   if (job.mail) {
     if (!job.mail->user.empty()) add_directive(plan, "--mail-user=", job.mail->user);
     add_directive(plan, "--mail-type=", upper(job.mail->type));

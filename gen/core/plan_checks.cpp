@@ -63,8 +63,7 @@ std::vector<std::string> reference_names(const Job& job, const Profile& profile)
 // One value's references against the names it may use: an error for one that cannot expand, a
 // warning for each "$NAME" that stays as written.
 void check_value(const Job& job, const std::vector<std::string>& allowed, const std::string& key,
-                 const std::string& shown, const std::string& value,
-                 std::vector<Error>& warnings) {
+                 const std::string& shown, const std::string& value, std::vector<Error>& warnings) {
   if (auto problem = refs::problem(value, allowed, shown)) {
     for (const auto& name : refs::names(value))
       if (std::ranges::any_of(job.env, [&](const auto& e) { return e.first == name; }) &&
@@ -107,13 +106,12 @@ std::vector<Error> check_references(const Job& job, const Profile& profile) {
   if (!job.accelerate_config.empty())
     check("accelerate", "accelerate.config_file", job.accelerate_config);
   for (std::size_t i = 0; i < job.accelerate_options.size(); ++i)
-    check("accelerate", "accelerate.options[" + std::to_string(i) + "]",
-          job.accelerate_options[i]);
-  for (const auto& [field, list] : {std::pair{"command", &job.torchrun_command},
-                                    std::pair{"options", &job.torchrun_options}})
+    check("accelerate", "accelerate.options[" + std::to_string(i) + "]", job.accelerate_options[i]);
+  for (const auto& [field, list] :
+       {std::pair{"command", &job.torchrun_command}, std::pair{"options", &job.torchrun_options}})
     for (std::size_t i = 0; i < list->size(); ++i)
-      check("torchrun",
-            std::string("torchrun.") + field + "[" + std::to_string(i) + "]", (*list)[i]);
+      check("torchrun", std::string("torchrun.") + field + "[" + std::to_string(i) + "]",
+            (*list)[i]);
   for (const auto& [key, value] : job.env) check("env", "env." + key, value);
   for (std::size_t i = 0; i < job.modules.size(); ++i)
     check_value(job, early, "modules", "modules[" + std::to_string(i) + "]", job.modules[i],

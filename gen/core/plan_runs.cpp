@@ -2,8 +2,8 @@
 // of the parameters' values; its runs must not share a checkpoint, an output file or a log
 // directory, so each of these must name the array task or every parameter. An output named by
 // the sweep's values is opened by the script itself once they are set; sbatch's own file, named
-// by the array task, keeps what comes before and Slurm's own messages. logs: puts a tee in front of every
-// rank: the rank's lines go to its own file and, unchanged, to srun (the job's output and
+// by the array task, keeps what comes before and Slurm's own messages. logs: puts a tee in front of
+// every rank: the rank's lines go to its own file and, unchanged, to srun (the job's output and
 // ddp-watch's view of it keep every line).
 #include <algorithm>
 

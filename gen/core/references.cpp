@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "gen/core/shell.hpp"
-#include "libddp/util/shell.hpp"
 #include "libddp/util/rules.hpp"
+#include "libddp/util/shell.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddpgen::refs {
@@ -209,7 +209,8 @@ std::optional<std::string> problem(std::string_view text, const std::vector<std:
     return message + "; names that expand: Slurm's job variables (SLURM_JOB_ID, " +
            "SLURM_ARRAY_TASK_ID, SLURM_SUBMIT_DIR, ...), USER, HOME, the job's env keys and " +
            "the profile's variables; ${" + name + ":-DEFAULT} takes " + name +
-           " from the job's environment (sbatch exports the submitting shell's), else DEFAULT; $${" +
+           " from the job's environment (sbatch exports the submitting shell's), else DEFAULT; "
+           "$${" +
            name + "} is a literal ${" + name + "} (Hydra, OmegaConf)";
   }
   return std::nullopt;
@@ -218,8 +219,8 @@ std::optional<std::string> problem(std::string_view text, const std::vector<std:
 namespace {
 
 // The names text writes as "$NAME" without braces, known to allowed or not (`known`).
-std::vector<std::string> dollar_names(std::string_view text, const std::vector<std::string>& allowed,
-                                      bool known) {
+std::vector<std::string> dollar_names(std::string_view text,
+                                      const std::vector<std::string>& allowed, bool known) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i + 1 < text.size(); ++i) {
     if (text[i] != '$') continue;
@@ -268,13 +269,13 @@ std::optional<std::string> filename_pattern(std::string_view text, std::string* 
 }
 
 std::optional<std::string> script_filename(std::string_view text,
-                                           const std::vector<std::string>& also,
-                                           std::string* out) {
+                                           const std::vector<std::string>& also, std::string* out) {
   out->clear();
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (const std::size_t end = reference_end(text, i); end > i) {
       const auto name = text.substr(i + 2, end - i - 3);
-      const bool pattern = std::ranges::any_of(k_patterns, [&](const auto& p) { return p.first == name; });
+      const bool pattern =
+          std::ranges::any_of(k_patterns, [&](const auto& p) { return p.first == name; });
       if (!pattern && std::ranges::find(also, name) == also.end())
         return "${" + std::string(name) +
                "} cannot name the file; these can: the sweep's ${SWEEP_<NAME>}, ${SLURM_JOB_ID} "

@@ -102,7 +102,7 @@ TEST(DumpPlan, ListpidsGivesTheStepsTrackedProcessesOnly) {
   // nothing.
   EXPECT_TRUE(parse_listpids("19001 4 0 0 2\n", "4", "0").empty());
   EXPECT_TRUE(parse_listpids("", "4", "0").empty());
-  EXPECT_TRUE(parse_listpids("PID JOBID STEPID LOCALID GLOBALID\nx 4 0 0 0\n-3 4 0 0 0\n0 4 0 0 0\n",
-                             "4", "0")
+  EXPECT_TRUE(parse_listpids(
+                  "PID JOBID STEPID LOCALID GLOBALID\nx 4 0 0 0\n-3 4 0 0 0\n0 4 0 0 0\n", "4", "0")
                   .empty());
 }

@@ -172,6 +172,12 @@ TEST(WatchOptions, HelperModes) {
   ASSERT_TRUE(dump) << dump.error().message;
   EXPECT_EQ(dump->dump_step, "12.1");
   EXPECT_TRUE(dump->probe_step.empty());
+  EXPECT_EQ(dump->dump_at_ms, 0);
+  // The moment every node's helper starts signalling, as the watcher appends it.
+  auto at = parse_options({"--dump-step", "12.1", "--dump-at=1795000000123"});
+  ASSERT_TRUE(at) << at.error().message;
+  EXPECT_EQ(at->dump_at_ms, 1795000000123LL);
+  EXPECT_FALSE(parse_options({"--dump-step", "12.1", "--dump-at=soon"}));
 }
 
 // --heal-defer keeps the requeue; --heal-requeue FILE carries it out later, with no command.
