@@ -88,10 +88,20 @@ std::optional<std::vector<pid_t>> tracked_pids(const std::string& job, const std
   if (node != nullptr && *node != '\0') argv.emplace_back(node);
   ddp::sys::RunOptions options;
   options.deadline = std::chrono::seconds(10);
+  options.merge_stderr = true;  // its messages are said below, with the command, or not at all
+  options.max_output = 1 << 20;
   auto ran = ddp::sys::run(argv, options);
+  // The step has ended here since the watcher asked (a probe as the step finishes): nothing to
+  // signal, and nothing to say.
+  if (ran && ran->status != 0 &&
+      (ran->out.find(" does not exist on ") != std::string::npos ||
+       ran->out.find("Unable to connect to slurmstepd") != std::string::npos)) {
+    return std::vector<pid_t>{};
+  }
   if (!ran || ran->status != 0) {
-    const std::string why =
-        ran ? "exit status " + std::to_string(ran->status) : ran.error().message;
+    const std::string why = ran ? "exit status " + std::to_string(ran->status) + ", " +
+                                      ddp::text::printable(ran->out.substr(0, 200))
+                                : ran.error().message;
     std::fprintf(stderr, "ddp-watch: %s: %s: no process of the step is signalled here\n",
                  ddp::text::join(argv, " ").c_str(), why.c_str());
     return std::nullopt;

@@ -127,9 +127,9 @@ std::vector<pid_t> parse_listpids(std::string_view table, std::string_view job,
       if (!w.empty()) f.push_back(w);
     }
     if (f.empty()) continue;
+    // Lines before the header are scontrol's messages on stderr, read with the table.
     if (!header) {
       header = f.size() >= 3 && f[0] == "PID" && f[1] == "JOBID" && f[2] == "STEPID";
-      if (!header) return {};
       continue;
     }
     if (f.size() < 3 || f[1] != job || f[2] != step) continue;

@@ -58,8 +58,8 @@ pid_t parse_dump_marker(std::string_view line);
 // The processes of step JOB.STEP in `scontrol listpids JOB.STEP NODE`'s table (columns PID,
 // JOBID, STEPID, LOCALID, GLOBALID): the step's slurmstepd names them from its process tracking,
 // so neither a process's environment nor another job with the same id (a second cluster on
-// the same machine, another slurmd on the node) can add one. Rows of any other step are left
-// out; a table that is not listpids' gives nothing.
+// the same machine, another slurmd on the node) can add one. Rows of any other step, and lines
+// before the header (scontrol's messages), are left out; text without the header gives nothing.
 std::vector<pid_t> parse_listpids(std::string_view table, std::string_view job,
                                   std::string_view step);
 

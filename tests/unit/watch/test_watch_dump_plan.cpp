@@ -98,6 +98,10 @@ TEST(DumpPlan, ListpidsGivesTheStepsTrackedProcessesOnly) {
   EXPECT_EQ(parse_listpids(table, "4", "0"), (std::vector<pid_t>{19001, 19002, 19010}));
   EXPECT_EQ(parse_listpids(table, "4", "1"), (std::vector<pid_t>{19020}));
   EXPECT_TRUE(parse_listpids(table, "4", "2").empty());
+  // scontrol's messages on stderr, read with the table, come before it and are not rows.
+  EXPECT_EQ(parse_listpids("scontrol: warning: x 4 0\n" + table, "4", "0"),
+            (std::vector<pid_t>{19001, 19002, 19010}));
+  EXPECT_TRUE(parse_listpids("StepId=4.0 does not exist on node node02.\n", "4", "0").empty());
   // Only listpids' own table counts: text without its header, or rows with a bad pid, give
   // nothing.
   EXPECT_TRUE(parse_listpids("19001 4 0 0 2\n", "4", "0").empty());
