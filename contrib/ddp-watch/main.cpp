@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", options.error().message.c_str());
     return ddp::watch::k_exit_usage;
   }
-  if (!options->dump_step.empty()) return ddp::watch::dump_step_here(options->dump_step, options->dump_at_ms);
+  if (!options->dump_step.empty())
+    return ddp::watch::dump_step_here(options->dump_step, options->dump_at_ms);
   if (!options->freeze_step.empty()) return ddp::watch::freeze_step_here(options->freeze_step);
   if (!options->probe_step.empty()) return ddp::watch::probe_step_here(options->probe_step);
   if (!options->heal_requeue.empty()) return ddp::watch::heal_requeue(options->heal_requeue);

@@ -198,17 +198,11 @@ bool Watch::start_helper(const StackRequest::Helper& h) {
     announce(std::string(k_freeze_failed));
     return false;
   }
-  // The dump helper's tasks start signalling together, once each has found and stopped its
-  // node's processes: twice what the freeze step took from srun to its end, from 2 to 5 s, and
-  // at most a quarter of the grace, which still has to hold the dumps.
+  // The dump helper's tasks start signalling together (dump_delay()).
   using std::chrono::milliseconds;
   const auto froze =
       std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - freezing);
-  const milliseconds most =
-      std::min<milliseconds>(std::chrono::seconds(5), std::chrono::seconds(o_.grace_s) / 4);
-  const milliseconds delay =
-      std::min(std::max<milliseconds>(2 * froze, std::chrono::seconds(2)), most);
-  const auto at = std::chrono::system_clock::now() + delay;
+  const auto at = std::chrono::system_clock::now() + dump_delay(froze, o_.grace_s);
   std::vector<std::string> dump = h.dump;
   dump.push_back(
       "--dump-at=" +

@@ -45,6 +45,13 @@ std::vector<std::string> helper_argv(const std::string& job, const StepRow& step
 
 }  // namespace
 
+std::chrono::milliseconds dump_delay(std::chrono::milliseconds froze, long grace_s) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  const milliseconds most = std::min<milliseconds>(seconds(5), milliseconds(seconds(grace_s)) / 4);
+  return std::min(std::max<milliseconds>(2 * froze, seconds(2)), most);
+}
+
 std::string stacks_message(std::size_t dumps, const std::string& path, bool written) {
   return "stacks of " + std::to_string(dumps) + " process(es): " + path +
          (written ? "" : " (could not be written: check --stacks and the directory's permissions)");

@@ -97,6 +97,11 @@ struct Outcome {
 // "stacks of 3 process(es): FILE", and what to do when it could not be written.
 std::string stacks_message(std::size_t dumps, const std::string& path, bool written);
 
+// How long after the freeze step's end every node's dump helper starts signalling, each with
+// its node's processes found and stopped by then: twice what the freeze step took (`froze`),
+// from 2 to 5 s, and at most a quarter of the grace, which still has to hold the dumps.
+std::chrono::milliseconds dump_delay(std::chrono::milliseconds froze, long grace_s);
+
 // The watcher of one command run.
 class Supervisor {
  public:

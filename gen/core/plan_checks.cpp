@@ -135,7 +135,7 @@ std::vector<Error> check_references(const Job& job, const Profile& profile) {
     // sbatch gets one of the array task.
     std::string pattern;
     if (names_sweep(job, value))
-      pattern = sbatch_file(job, value, ".out");
+      pattern = sbatch_file(job, value, std::string_view(key) == "error" ? ".err" : ".out");
     else if (auto problem = refs::filename_pattern(value, &pattern))
       reject(job, key, ddp::text::quote(std::string(key)) + ": " + *problem);
     if (!pattern.empty()) check_sbatch_value(job, key, pattern);

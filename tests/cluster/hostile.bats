@@ -49,6 +49,23 @@ JOB
   job=$(cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.sh)
 }
 
+# write_hang_py: $work/hang.py, a program that prints one line and then sleeps for 10 minutes.
+write_hang_py() {
+  cat >"$work/hang.py" <<'EOF2'
+import time
+print("started", flush=True)
+time.sleep(600)
+EOF2
+}
+
+# run_job_sh: submits $work/job.sh, waits for its end and shows its output; sets $job, $state.
+run_job_sh() {
+  job=$(cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.sh)
+  state=$(wait_job_end "$job" 240)
+  cut -c1-300 "$work/job.out"
+  echo "job $job ended $state"
+}
+
 # ended: waits for $job, shows its output, and checks that no node was named or excluded.
 ended_naming_none() {
   local state
@@ -132,11 +149,7 @@ for i in range(45):
 sys.stderr.write("\n")
 print("bar done", flush=True)
 EOF2
-  cat >"$work/hang.py" <<'EOF2'
-import time
-print("started", flush=True)
-time.sleep(600)
-EOF2
+  write_hang_py
   cat >"$work/job.sh" <<JOB
 #!/bin/bash
 #SBATCH --nodes=3 --ntasks-per-node=1 --time=5:00
@@ -148,10 +161,7 @@ start=\$SECONDS
 $watch_bin --timeout 20s --grace 5s --stacks $work/stacks.txt -- srun python3 $work/hang.py
 echo "hang status \$? after \$((SECONDS - start)) s"
 JOB
-  job=$(cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.sh)
-  state=$(wait_job_end "$job" 240)
-  cut -c1-300 "$work/job.out"
-  echo "job $job ended $state"
+  run_job_sh
   grep -qE "^bar status 0 after (4[5-9]|[5-9][0-9]) s$" "$work/job.out"
   [ "$(grep -c '^bar done$' "$work/job.out")" -eq 3 ]
   grep -qx "ddp-watch: no output for 20 s, but the step's processes wrote since the last look (a line held back by slurmstepd, a progress bar): not a stall" "$work/job.out"
@@ -167,11 +177,7 @@ JOB
   # The decoy sets the step's job, step, node and a rank in its own environment, on the node
   # of task 0, as any process of the user (or a second cluster on the machine) can. Only the
   # processes the step's slurmstepd tracks are the step's.
-  cat >"$work/hang.py" <<'EOF2'
-import time
-print("started", flush=True)
-time.sleep(600)
-EOF2
+  write_hang_py
   cat >"$work/job.sh" <<JOB
 #!/bin/bash
 #SBATCH --nodes=3 --ntasks-per-node=1 --time=5:00
@@ -183,10 +189,7 @@ echo "hang status \$?"
 echo "decoy state \$(awk '/^State:/ {print \$2}' /proc/\$decoy/status)"
 kill \$decoy
 JOB
-  job=$(cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.sh)
-  state=$(wait_job_end "$job" 240)
-  cut -c1-300 "$work/job.out"
-  echo "job $job ended $state"
+  run_job_sh
   # The step was ended as a stall, with each of its three ranks' stacks; the decoy sleeps on.
   grep -qx "hang status 124" "$work/job.out"
   [ "$(grep -c '^=== task [0-2][,:] ' "$work/stacks.txt")" -eq 3 ]
@@ -207,10 +210,7 @@ $watch_bin --heal-requeue "\$rec" || true
 echo "end of run \${SLURM_RESTART_COUNT:-0}"
 exit \$status
 JOB
-  job=$(cd "$work" && cl env PATH="$k_job_path" sbatch --parsable job.sh)
-  state=$(wait_job_end "$job" 240)
-  cut -c1-300 "$work/job.out"
-  echo "job $job ended $state"
+  run_job_sh
   [ "$state" = FAILED ]
   [ "$(cl scontrol show job -o "$job" | grep -oE ' Restarts=[0-9]+' | cut -d= -f2)" = 1 ]
   grep -qx "ddp-watch: heal: the requeue waits for the end of the job script (ddp-watch --heal-requeue)" "$work/job.out"

@@ -234,18 +234,10 @@ TEST(WatchSupervise, HowTheStacksAreAskedFor) {
     EXPECT_EQ(r.steps, c.steps) << c.name;
     ASSERT_EQ(r.helper.has_value(), !c.helper_nodes.empty()) << c.name;
     if (r.helper) {
-      const std::vector<std::string> freeze = {"srun",
-                                               "--overlap",
-                                               "--jobid=7",
-                                               "--nodelist=node[01-03]",
-                                               "--nodes=3",
-                                               "--ntasks=3",
-                                               "--ntasks-per-node=1",
-                                               "--kill-on-bad-exit=0",
-                                               "--time=1",
-                                               "/opt/ddp-watch",
-                                               "--freeze-step",
-                                               "7.1"};
+      const std::vector<std::string> freeze = {
+          "srun",      "--overlap",      "--jobid=7",           "--nodelist=node[01-03]",
+          "--nodes=3", "--ntasks=3",     "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+          "--time=1",  "/opt/ddp-watch", "--freeze-step",       "7.1"};
       EXPECT_EQ(r.helper->freeze, freeze);
       std::vector<std::string> dump = freeze;
       dump[10] = "--dump-step";
@@ -314,6 +306,12 @@ TEST(WatchSupervise, TheStallsReportAndStacksFile) {
                 "all_reduce at train.py:12 in <module>: no rank is elsewhere (suspect the "
                 "network or a device)"}));
   EXPECT_EQ(stacks_message(2, "s.txt", true), "stacks of 2 process(es): s.txt");
+  // The dump helpers' common start: twice the freeze, 2 to 5 s, a quarter of the grace at most.
+  using std::chrono::milliseconds;
+  EXPECT_EQ(dump_delay(milliseconds(300), 20), milliseconds(2000));
+  EXPECT_EQ(dump_delay(milliseconds(1800), 20), milliseconds(3600));
+  EXPECT_EQ(dump_delay(milliseconds(9000), 20), milliseconds(5000));
+  EXPECT_EQ(dump_delay(milliseconds(9000), 5), milliseconds(1250));
   EXPECT_EQ(stacks_message(0, "/ro/s.txt", false),
             "stacks of 0 process(es): /ro/s.txt (could not be written: check --stacks and the "
             "directory's permissions)");
@@ -385,14 +383,47 @@ TEST(WatchSupervise, HealHandOff) {
   const Case cases[] = {
       {"no --heal", check, "", out, suspect_line, false, 1, false, false, {}},
       {"a preflight that passed", check, "rec", out, "", false, 0, false, false, {}},
-      {"a preflight that failed", check, "rec", out, suspect_line, false, 1, true, true, {"node03"}},
-      {"another task's suspect line", check, "rec", out,
-       "2: ddp-check: suspect node03: unreachable: no answer\n", false, 1, true, true, {}},
+      {"a preflight that failed",
+       check,
+       "rec",
+       out,
+       suspect_line,
+       false,
+       1,
+       true,
+       true,
+       {"node03"}},
+      {"another task's suspect line",
+       check,
+       "rec",
+       out,
+       "2: ddp-check: suspect node03: unreachable: no answer\n",
+       false,
+       1,
+       true,
+       true,
+       {}},
       {"a training step that passed", train, "rec", out, "", false, 0, true, false, {}},
-      {"a training program's suspect line", train, "rec", out, suspect_line, false, 1, true, true,
+      {"a training program's suspect line",
+       train,
+       "rec",
+       out,
+       suspect_line,
+       false,
+       1,
+       true,
+       true,
        {}},
       {"srun's node failure", train, "rec", err, node_failure, false, 1, true, true, {"node02"}},
-      {"a task's node failure line", train, "rec", err, "1: " + node_failure, false, 1, true, true,
+      {"a task's node failure line",
+       train,
+       "rec",
+       err,
+       "1: " + node_failure,
+       false,
+       1,
+       true,
+       true,
        {}},
       {"a stall", train, "rec", err, node_failure, true, 137, true, true, {"node02"}},
   };
@@ -433,10 +464,10 @@ TEST(WatchSupervise, ProbesASilenceBeforeTheStall) {
   ASSERT_EQ(s.on_tick(t0 + seconds(11)).act, Act::probe);  // the baseline, half the timeout in
   auto r = s.probe_request(running, "/bin/ddp-watch");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->argv,
-            (std::vector<std::string>{"srun", "--overlap", "--jobid=42", "--nodelist=node[01-02]",
-                                      "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
-                                      "--time=1", "/bin/ddp-watch", "--probe-step", "42.0"}));
+  EXPECT_EQ(r->argv, (std::vector<std::string>{
+                         "srun", "--overlap", "--jobid=42", "--nodelist=node[01-02]", "--nodes=2",
+                         "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--time=1",
+                         "/bin/ddp-watch", "--probe-step", "42.0"}));
   EXPECT_FALSE(s.on_probe(t0 + seconds(12), probe(500)));
   EXPECT_EQ(s.on_tick(t0 + seconds(13)).act, Act::none);
   ASSERT_EQ(s.on_tick(t0 + seconds(21)).act, Act::probe);  // the stall is due: compared
@@ -497,8 +528,9 @@ TEST(WatchSupervise, ProbesASilenceBeforeTheStall) {
 
 TEST(WatchSupervise, ProbeLines) {
   EXPECT_EQ(probe_line("node01", 4242, 12345), "ddp-watch-probe: node01 4242 12345");
-  auto a = parse_probe("srun: x\nddp-watch-probe: node01 1 10\nddp-watch-probe: bad/n 2 3\n"
-                       "0: ddp-watch-probe: node02 3 4\nddp-watch-probe: node02 4 x\n");
+  auto a = parse_probe(
+      "srun: x\nddp-watch-probe: node01 1 10\nddp-watch-probe: bad/n 2 3\n"
+      "0: ddp-watch-probe: node02 3 4\nddp-watch-probe: node02 4 x\n");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->written, (std::map<std::string, unsigned long long>{{"node01 1", 10}}));
   EXPECT_FALSE(parse_probe(""));
