@@ -106,8 +106,8 @@ relwithdebinfo=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBI
 # standard library, fmt, yaml-cpp and GoogleTest headers are parsed once per batch instead of
 # once per source. A clean build of build/ takes half the CPU (348 CPU-s against 767). Sources
 # whose file-local names clash compile apart (ddp_compile_apart in their CMakeLists.txt). The
-# packages' builds (package.build) are not unity builds, so every product source still compiles
-# on its own once, which is where a missing #include shows.
+# Debian package's build (package.build) is not a unity build, so every product source still
+# compiles on its own once, which is where a missing #include shows.
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
 
 host=$("$userland" host)
