@@ -94,9 +94,9 @@ std::string signal_name(int signal) {
 }
 
 std::optional<TaskEnd> parse_task_end(std::string_view text) {
-  constexpr std::string_view k_prefix = "srun: error: ";
-  if (!text.starts_with(k_prefix)) return std::nullopt;
-  text.remove_prefix(k_prefix.size());
+  constexpr std::string_view k_srun_error = "srun: error: ";
+  if (!text.starts_with(k_srun_error)) return std::nullopt;
+  text.remove_prefix(k_srun_error.size());
   std::size_t colon = text.find(": task");
   if (colon == std::string_view::npos || colon == 0) return std::nullopt;
   TaskEnd end;
