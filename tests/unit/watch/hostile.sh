@@ -34,6 +34,7 @@ export SLURM_JOB_NODELIST='node[01-03]' SLURM_JOB_PARTITION=debug SLURM_RESTART_
 unset SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_LABELIO
 
 cases=0
+skipped=()
 # heal NAME COMMAND...: runs ddp-watch --heal rec -- COMMAND with FAKE_OUT/FAKE_ERR set by the
 # caller, at most 20 s; its stderr is in err, the scontrol calls in scontrol.log.
 heal() {
@@ -99,7 +100,17 @@ if mknod rec c 1 5 2>/dev/null; then
     fail "a /dev/zero record: $(cat err)"
   rm -f rec
 else
-  echo "local hostile: mknod refused here (not root, or nodev): the device record is not tried"
+  # ctest passes or skips a whole test, not a part: the device case is said SKIPPED and left
+  # out of the count, and a Unix socket, a file that is not a regular one and needs no root,
+  # is planted in its place (opening one fails with ENXIO).
+  skipped+=("a /dev/zero record (mknod refused here: not root, or a nodev mount)")
+  echo "SKIPPED: ${skipped[-1]}; a Unix socket record is tried in its place"
+  python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' rec
+  [[ -S rec ]] || fail "a Unix socket record: not made"
+  FAKE_ERR='1: x\n' heal "a Unix socket record" srun python t.py
+  grep -q 'rec: No such device or address; starting a new record' err ||
+    fail "a Unix socket record: $(cat err)"
+  rm -f rec
 fi
 # A record an earlier job with the same id left: a first run never reads one.
 printf 'job\t42\t0\nunblamed\t1\n' >rec
@@ -157,4 +168,4 @@ SLURM_RESTART_COUNT=1 "$watch" --heal-requeue rec || fail "--heal-requeue of run
 [[ ! -s scontrol.log ]] || fail "--heal-requeue of run 0 in run 1: $(cat scontrol.log)"
 rm -f rec
 cases=$((cases + 1))
-echo "local hostile: $cases cases passed"
+echo "local hostile: $cases cases passed, ${#skipped[@]} skipped${skipped:+ (${skipped[*]})}"
