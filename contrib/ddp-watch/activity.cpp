@@ -29,10 +29,22 @@ std::optional<Activity> parse_probe(std::string_view output) {
   return a;
 }
 
-bool wrote_between(const Activity& before, const Activity& after) {
+void note_first_counts(Activity& seen, const Activity& probe) {
+  for (const auto& [key, count] : probe.written) {
+    if (seen.written.size() >= k_max_probed) return;
+    seen.written.emplace(key, count);
+  }
+}
+
+bool wrote_unseen_between(const Activity& seen, const Activity& before, const Activity& after) {
   for (const auto& [key, count] : after.written) {
     auto it = before.written.find(key);
-    if (it != before.written.end() && count > it->second) return true;
+    if (it == before.written.end() || count <= it->second) continue;
+    auto first = seen.written.find(key);
+    const unsigned long long from = first != seen.written.end() ? first->second : it->second;
+    // A count below its first (the pid reused by a new process) is counted from zero.
+    const unsigned long long unseen = count >= from ? count - from : count;
+    if (unseen <= k_max_unseen) return true;
   }
   return false;
 }

@@ -3,8 +3,11 @@
 // ddp-watch, in bursts that can be further apart than the timeout. Before a silence is called a
 // stall, a helper step (`ddp-watch --probe-step JOB.STEP`, one task per node) reads how many
 // bytes each process of the step has written (/proc/PID/io, wchar: write() and its kin, to a
-// pipe, a file or a socket); a process whose count grew between two probes wrote. Pure: the
-// helper's lines come in, the counts and the comparison go out.
+// pipe, a file or a socket); a process whose count grew between two probes wrote. Only writes
+// that could still sit in slurmstepd's buffer count: a process that wrote more since srun last
+// showed output than k_max_unseen wrote somewhere else (a log file, a metrics service, a
+// checkpoint), which says nothing about the step's progress. Pure: the helper's lines come in,
+// the counts and the comparison go out.
 #pragma once
 
 #include <cstddef>
@@ -28,8 +31,21 @@ struct Activity {
 inline constexpr std::size_t k_max_probed = 65536;
 std::optional<Activity> parse_probe(std::string_view output);
 
-// Whether a process present in both probes wrote between them. A process that appeared or
-// ended is not taken as writing: only a count that grew is.
-bool wrote_between(const Activity& before, const Activity& after);
+// The most bytes a process may have written since srun last showed output for its writes to
+// count as progress. slurmstepd forwards a task's unfinished line once it holds 1 KiB, so a
+// process that wrote more than that unseen wrote it somewhere other than the step's output;
+// 4 KiB leaves room for a partial line on stdout and one on stderr, and for the bytes in
+// flight between a write and srun's forwarding of it.
+inline constexpr unsigned long long k_max_unseen = 4096;
+
+// Adds to `seen` the count of each process of `probe` that it does not hold yet: the first
+// count read of a process since srun last showed output, which its unseen writes are counted
+// from.
+void note_first_counts(Activity& seen, const Activity& probe);
+
+// Whether a process present in both probes wrote between them, having written no more than
+// k_max_unseen since its count in `seen` (one missing from `seen` is counted from `before`).
+// A process that appeared or ended is not taken as writing: only a count that grew is.
+bool wrote_unseen_between(const Activity& seen, const Activity& before, const Activity& after);
 
 }  // namespace ddp::watch

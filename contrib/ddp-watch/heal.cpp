@@ -59,7 +59,14 @@ std::string past_the_cap(const HealRecord& record, const RunOutcome& outcome, st
            std::to_string(record.excluded.size() + count) + " across runs, more than " +
            std::to_string(k_max_excluded);
   }
-  if (outcome.partition_nodes == 0) return "";
+  if (count == 0) return "";
+  if (outcome.partition_nodes == 0) {
+    return "the partition's size is unknown (" +
+           (outcome.partition_unknown.empty() ? std::string("not asked")
+                                              : outcome.partition_unknown) +
+           "), so excluding " + std::to_string(count) +
+           " more could leave the job pending for ever";
+  }
   const std::size_t needed = outcome.nodes.size();
   const std::size_t after = outcome.excluded_before + count;
   if (after + needed > outcome.partition_nodes) {
@@ -90,6 +97,20 @@ std::string follows_the_job(const HealRecord& record, const RunOutcome& outcome,
   }
   return "";
 }
+
+// The value of `key` ("Name=") in scontrol's -o output, "" when absent: a whole field, at the
+// start or after a blank (not "ReqExcNodeList=" for "ExcNodeList=").
+std::string field_value(std::string_view show, std::string_view key) {
+  for (std::size_t at = show.find(key); at != std::string_view::npos; at = show.find(key, at + 1)) {
+    if (at > 0 && show[at - 1] != ' ' && show[at - 1] != '\n') continue;
+    std::string_view value = show.substr(at + key.size());
+    return std::string(value.substr(0, value.find_first_of(" \n")));
+  }
+  return "";
+}
+
+// More nodes than a partition can have: a TotalNodes past it is not believed.
+constexpr std::size_t k_max_partition_nodes = 1'000'000;
 
 std::string cap_text(const HealPolicy& policy) {
   return "heal.max_requeues: " + std::to_string(policy.max_requeues);
@@ -251,6 +272,34 @@ std::string excluded_summary(const HealRecord& record) {
   return "excluded across runs: " + text::join(parts, ", ");
 }
 
+std::vector<std::string> partition_names(std::string_view list) {
+  std::vector<std::string> names;
+  for (std::string_view name : text::split(text::trim(list), ',')) {
+    if (!name.empty() && !contains(names, std::string(name))) names.emplace_back(name);
+  }
+  return names;
+}
+
+PartitionSize partition_size(const std::vector<std::string>& names,
+                             const std::vector<std::string>& shows) {
+  PartitionSize size;
+  if (names.empty()) {
+    size.unknown = "the job names no partition (SLURM_JOB_PARTITION is empty)";
+    return size;
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string value =
+        i < shows.size() ? field_value(shows[i], "TotalNodes=") : std::string();
+    auto nodes = text::parse_uint<std::size_t>(value);
+    if (!nodes || *nodes == 0 || *nodes > k_max_partition_nodes) {
+      size = {0, "scontrol show partition " + text::quote(names[i]) + " gave no TotalNodes"};
+      return size;
+    }
+    size.nodes += *nodes;
+  }
+  return size;
+}
+
 std::string merged_exclusion(std::string_view current, const std::vector<std::string>& add) {
   std::string list{text::trim(current)};
   if (list == "(null)") list.clear();
@@ -268,15 +317,7 @@ std::string merged_exclusion(std::string_view current, const std::vector<std::st
 }
 
 std::string exclusion_field(std::string_view show_job) {
-  constexpr std::string_view k_key = "ExcNodeList=";
-  for (std::size_t at = show_job.find(k_key); at != std::string_view::npos;
-       at = show_job.find(k_key, at + 1)) {
-    // A whole field: at the start or after a blank (not "ReqExcNodeList=" or the like).
-    if (at > 0 && show_job[at - 1] != ' ' && show_job[at - 1] != '\n') continue;
-    std::string_view value = show_job.substr(at + k_key.size());
-    return std::string(value.substr(0, value.find_first_of(" \n")));
-  }
-  return "";
+  return field_value(show_job, "ExcNodeList=");
 }
 
 }  // namespace ddp::watch

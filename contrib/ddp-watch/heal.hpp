@@ -59,6 +59,7 @@ struct RunOutcome {
   unsigned restarts = 0;            // SLURM_RESTART_COUNT
   std::size_t partition_nodes = 0;  // nodes in the job's partition (Slurm); 0: unknown
   std::size_t excluded_before = 0;  // nodes on the job's excluded list before this decision
+  std::string partition_unknown;    // when partition_nodes is 0: why ("" when not asked)
 };
 
 enum class HealAction {
@@ -77,10 +78,28 @@ struct HealDecision {
 // Decides: nodes named and not every node of the run -> exclude them and requeue within the
 // cap; nothing named, or every node, or a hang at the place it hung before on a node since
 // excluded -> the fault follows the job: one plain retry, then fail saying so. Exclusions are
-// capped: when the new ones would leave fewer nodes than the job's in its partition, or the
-// job past k_max_excluded, the job fails with the list instead of pending for ever.
+// capped: when the new ones would leave fewer nodes than the job's in its partition, when the
+// partition's size is unknown (no room can be shown), or past k_max_excluded, the job fails
+// with the list instead of pending for ever.
 HealDecision decide_heal(const HealRecord& record, const RunOutcome& outcome,
                          const HealPolicy& policy);
+
+// The nodes of the partitions a job was submitted to, or why they cannot be told.
+struct PartitionSize {
+  std::size_t nodes = 0;
+  std::string unknown;  // "" when `nodes` is known
+};
+
+// The partitions of SLURM_JOB_PARTITION ("a,b" for a job submitted to several), each once.
+std::vector<std::string> partition_names(std::string_view list);
+
+// The size from `scontrol show partition -o NAME` of each of `names` (`shows[i]` for
+// `names[i]`, "" when scontrol failed): the sum of their TotalNodes. A job submitted to several
+// partitions runs in one of them, and the sum is the most nodes it could ever be given: an
+// exclusion past it leaves the job pending in every one. Unknown when there is no partition
+// or one's size cannot be read.
+PartitionSize partition_size(const std::vector<std::string>& names,
+                             const std::vector<std::string>& shows);
 
 // The closing line: "excluded across runs: node03 (run 0, unreachable), ..." or "... none".
 std::string excluded_summary(const HealRecord& record);

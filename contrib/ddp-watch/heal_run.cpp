@@ -118,16 +118,14 @@ void remove_record(const std::string& path) {
   }
 }
 
-// The number of nodes of the job's partition, from Slurm; 0 when it cannot be told.
-std::size_t partition_nodes() {
-  const std::string partition = env_or("SLURM_JOB_PARTITION", "");
-  if (partition.empty() || partition.find(',') != std::string::npos) return 0;
-  const std::string show = capture({"scontrol", "show", "partition", "-o", partition});
-  constexpr std::string_view k_key = "TotalNodes=";
-  const std::size_t at = show.find(k_key);
-  if (at == std::string::npos) return 0;
-  std::string_view value = std::string_view(show).substr(at + k_key.size());
-  return text::parse_uint<std::size_t>(value.substr(0, value.find_first_of(" \n"))).value_or(0);
+// The nodes of the job's partitions, from Slurm (heal.hpp: partition_size).
+PartitionSize job_partition_size() {
+  const std::vector<std::string> names = partition_names(env_or("SLURM_JOB_PARTITION", ""));
+  std::vector<std::string> shows;
+  for (const std::string& name : names) {
+    shows.push_back(capture({"scontrol", "show", "partition", "-o", name}));
+  }
+  return partition_size(names, shows);
 }
 
 // The number of nodes on the job's excluded list now.
@@ -175,7 +173,7 @@ bool heal_after(const Options& options, bool failed, const std::vector<Suspect>&
   const std::string job =
       requeue_target(env_or("SLURM_JOB_ID", ""), env_or("SLURM_ARRAY_JOB_ID", ""),
                      env_or("SLURM_ARRAY_TASK_ID", ""));
-  RunOutcome outcome{failed, suspects, job_nodes(), 0};
+  RunOutcome outcome{failed, suspects, job_nodes(), 0, 0, 0, ""};
   auto restarts = text::parse_uint<unsigned>(env_or("SLURM_RESTART_COUNT", "0"));
   outcome.restarts = restarts.value_or(0);
   HealRecord record = load_record(options.heal);
@@ -184,8 +182,11 @@ bool heal_after(const Options& options, bool failed, const std::vector<Suspect>&
     say(options.heal + ": not this job's record (" + stale + "); starting a new one");
   }
   if (!stale.empty()) record = {};
+  if (failed && job.empty()) outcome.partition_unknown = "not inside a Slurm job";
   if (failed && !job.empty()) {
-    outcome.partition_nodes = partition_nodes();
+    const PartitionSize size = job_partition_size();
+    outcome.partition_nodes = size.nodes;
+    outcome.partition_unknown = size.unknown;
     outcome.excluded_before = excluded_count(job);
   }
   const HealPolicy policy{options.heal_exclude, static_cast<unsigned>(options.heal_max)};

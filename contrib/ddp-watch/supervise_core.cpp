@@ -126,6 +126,7 @@ std::vector<Write> Supervisor::on_output(Clock::time_point now, Stream stream,
                                          std::string_view bytes) {
   if (bytes.empty()) return {};
   schedule_.progress(now);
+  seen_.written.clear();
   return lines(stream, buffers_[static_cast<int>(stream)].add(bytes));
 }
 
@@ -139,6 +140,7 @@ void Supervisor::on_file_time(Clock::time_point now, std::size_t file, FileTime 
   if (file >= times_.size() || times_[file] == time) return;
   times_[file] = time;
   schedule_.progress(now);
+  seen_.written.clear();
 }
 
 // Probes need a job and an srun step: outside Slurm the output reaches ddp-watch unbuffered.
@@ -221,7 +223,7 @@ std::optional<std::string> Supervisor::on_probe(Clock::time_point now, std::stri
     return say;
   }
   if (comparing_ && activity_) {
-    if (wrote_between(*activity_, *probe)) {
+    if (wrote_unseen_between(seen_, *activity_, *probe)) {
       schedule_.activity(now);
       if (!said_activity_) {
         said_activity_ = true;
@@ -233,6 +235,7 @@ std::optional<std::string> Supervisor::on_probe(Clock::time_point now, std::stri
       no_writes_ = true;
     }
   }
+  note_first_counts(seen_, *probe);
   activity_ = std::move(probe);
   activity_at_ = now;
   comparing_ = false;

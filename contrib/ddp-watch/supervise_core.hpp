@@ -142,8 +142,9 @@ class Supervisor {
                                             const std::string& self);
   // What the probe printed at `now` ("" when it failed or could not run). The first probe of a
   // silence is the baseline; the one when the stall falls due is compared with it, and a
-  // process that wrote between them holds the stall off (Schedule::activity). Returns a line
-  // to announce, the first time only.
+  // process that wrote between them, no more than k_max_unseen bytes since its first count
+  // after the last progress, holds the stall off (Schedule::activity). Returns a line to
+  // announce, the first time only.
   std::optional<std::string> on_probe(Clock::time_point now, std::string_view output);
   // The command ended with exit status `code` (ddp::sys::exit_status of its wait status).
   Outcome on_exit(int code) const;
@@ -168,10 +169,12 @@ class Supervisor {
   bool probing() const;
   bool baseline_fresh() const;
 
-  // The probes (activity.hpp): the last counts and when they were read; whether the probe of
-  // this due stall found no write (the stall goes on); the progress time whose baseline probe
-  // failed (not tried again before the next progress).
+  // The probes (activity.hpp): the last counts and when they were read, the first counts of
+  // this silence (what its unseen writes are measured from); whether the probe of this due
+  // stall found no write (the stall goes on); the progress time whose baseline probe failed
+  // (not tried again before the next progress).
   std::optional<Activity> activity_;
+  Activity seen_;  // each process's first count since the last output or file time
   Clock::time_point activity_at_{};
   bool comparing_ = false;
   bool no_writes_ = false;

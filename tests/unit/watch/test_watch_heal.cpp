@@ -52,10 +52,10 @@ TEST(WatchHeal, Decisions) {
   const HealRecord hung_on_2{
       {{0, suspect("node02", F::hang, "train.py:57 in load_batch")}}, 0, "", 0, false, {}};
   const Case cases[] = {
-      {"success", {}, {false, {}, k_nodes, 0, 0, 0}, {true, 3}, HealAction::done, {}, {}},
+      {"success", {}, {false, {}, k_nodes, 0, 0, 0, ""}, {true, 3}, HealAction::done, {}, {}},
       {"one unreachable node",
        {},
-       {true, {suspect("node02", F::unreachable)}, k_nodes, 0, 0, 0},
+       {true, {suspect("node02", F::unreachable)}, k_nodes, 0, 16, 0, ""},
        {true, 3},
        HealAction::requeue,
        {"node02"},
@@ -68,8 +68,9 @@ TEST(WatchHeal, Decisions) {
          suspect("node03", F::slow)},
         k_nodes,
         1,
+        16,
         0,
-        0},
+        ""},
        {true, 3},
        HealAction::requeue,
        {"node02", "node03"},
@@ -78,7 +79,7 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 2 of at most 3 without node[02-03]"}},
       {"a host that is no node of the run",
        {},
-       {true, {suspect("login", F::slow), suspect("node01", F::fabric)}, k_nodes, 0, 0, 0},
+       {true, {suspect("login", F::slow), suspect("node01", F::fabric)}, k_nodes, 0, 16, 0, ""},
        {true, 3},
        HealAction::requeue,
        {"node01"},
@@ -87,7 +88,7 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 1 of at most 3 without node01"}},
       {"at the cap",
        {},
-       {true, {suspect("node02", F::hardware_signal)}, k_nodes, 3, 0, 0},
+       {true, {suspect("node02", F::hardware_signal)}, k_nodes, 3, 0, 0, ""},
        {true, 3},
        HealAction::fail,
        {},
@@ -95,7 +96,7 @@ TEST(WatchHeal, Decisions) {
         "not requeueing: restarted 3 time(s), the cap (heal.max_requeues: 3)"}},
       {"exclusion off",
        {},
-       {true, {suspect("node02", F::node_failure)}, k_nodes, 0, 0, 0},
+       {true, {suspect("node02", F::node_failure)}, k_nodes, 0, 0, 0, ""},
        {false, 2},
        HealAction::requeue,
        {},
@@ -103,7 +104,7 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 1 of at most 2 on any nodes (heal.exclude is off)"}},
       {"nobody named: one retry",
        {},
-       {true, {}, k_nodes, 0, 0, 0},
+       {true, {}, k_nodes, 0, 0, 0, ""},
        {true, 3},
        HealAction::requeue,
        {},
@@ -111,7 +112,7 @@ TEST(WatchHeal, Decisions) {
         "failure ends the job"}},
       {"nobody named again: the fault follows the job",
        retried,
-       {true, {}, k_nodes, 1, 0, 0},
+       {true, {}, k_nodes, 1, 0, 0, ""},
        {true, 3},
        HealAction::fail,
        {},
@@ -124,7 +125,8 @@ TEST(WatchHeal, Decisions) {
         k_nodes,
         0,
         0,
-        0},
+        0,
+        ""},
        {true, 3},
        HealAction::requeue,
        {},
@@ -137,7 +139,8 @@ TEST(WatchHeal, Decisions) {
         {"node01", "node03", "node04"},
         1,
         0,
-        0},
+        0,
+        ""},
        {true, 3},
        HealAction::requeue,
        {},
@@ -150,8 +153,9 @@ TEST(WatchHeal, Decisions) {
         {suspect("node04", F::hang, "train.py:80 in step")},
         {"node01", "node03", "node04"},
         1,
+        16,
         0,
-        0},
+        ""},
        {true, 3},
        HealAction::requeue,
        {"node04"},
@@ -159,7 +163,7 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 2 of at most 3 without node04"}},
       {"named again after an exclusion that did not take",
        hung_on_2,
-       {true, {suspect("node02", F::unreachable)}, k_nodes, 1, 0, 0},
+       {true, {suspect("node02", F::unreachable)}, k_nodes, 1, 0, 0, ""},
        {true, 3},
        HealAction::requeue,
        {"node02"},
@@ -167,16 +171,41 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 2 of at most 3 without node02"}},
       {"past the partition: the job would pend for ever",
        {},
-       {true, {suspect("node02", F::slow)}, k_nodes, 0, 4, 1},
+       {true, {suspect("node02", F::slow)}, k_nodes, 0, 4, 1, ""},
        {true, 3},
        HealAction::fail,
        {},
        {"named node02 (slow): evidence of node02",
         "not requeueing: excluding 1 more would leave 2 of the partition's 4 nodes (1 excluded "
         "already) for a job of 3; the job ends, naming node02"}},
+      {"partition's size unknown: no new exclusion, the job ends",
+       {},
+       {true,
+        {suspect("node02", F::slow)},
+        k_nodes,
+        0,
+        0,
+        0,
+        "scontrol show partition \"b\" gave no TotalNodes"},
+       {true, 3},
+       HealAction::fail,
+       {},
+       {"named node02 (slow): evidence of node02",
+        "not requeueing: the partition's size is unknown (scontrol show partition \"b\" gave no "
+        "TotalNodes), so excluding 1 more could leave the job pending for ever; the job ends, "
+        "naming node02"}},
+      {"partition's size not asked: unknown too",
+       {},
+       {true, {suspect("node02", F::slow)}, k_nodes, 0, 0, 0, ""},
+       {true, 3},
+       HealAction::fail,
+       {},
+       {"named node02 (slow): evidence of node02",
+        "not requeueing: the partition's size is unknown (not asked), so excluding 1 more could "
+        "leave the job pending for ever; the job ends, naming node02"}},
       {"within the partition",
        {},
-       {true, {suspect("node02", F::slow)}, k_nodes, 0, 4, 0},
+       {true, {suspect("node02", F::slow)}, k_nodes, 0, 4, 0, ""},
        {true, 3},
        HealAction::requeue,
        {"node02"},
@@ -184,7 +213,7 @@ TEST(WatchHeal, Decisions) {
         "requeueing: restart 1 of at most 3 without node02"}},
       {"named again: not counted twice",
        hung_on_2,
-       {true, {suspect("node02", F::unreachable)}, k_nodes, 1, 4, 1},
+       {true, {suspect("node02", F::unreachable)}, k_nodes, 1, 4, 1, ""},
        {true, 3},
        HealAction::requeue,
        {"node02"},
@@ -201,7 +230,8 @@ TEST(WatchHeal, Decisions) {
         k_nodes,
         0,
         0,
-        0},
+        0,
+        ""},
        {true, 3},
        HealAction::requeue,
        {},
@@ -211,7 +241,7 @@ TEST(WatchHeal, Decisions) {
         "ends the job"}},
       {"nobody named, no requeue allowed",
        {},
-       {true, {}, k_nodes, 0, 0, 0},
+       {true, {}, k_nodes, 0, 0, 0, ""},
        {true, 0},
        HealAction::fail,
        {},
@@ -226,6 +256,60 @@ TEST(WatchHeal, Decisions) {
     EXPECT_EQ(d.log, c.log);
     const std::size_t again = std::string(c.name).starts_with("named again") ? 1 : 0;
     EXPECT_EQ(d.record.excluded.size(), c.record.excluded.size() + c.exclude.size() - again);
+  }
+}
+
+// The partitions' size: the sum over every partition the job was submitted to, unknown when
+// one cannot be read.
+TEST(WatchHeal, PartitionSize) {
+  EXPECT_EQ(partition_names("gpu"), (std::vector<std::string>{"gpu"}));
+  EXPECT_EQ(partition_names("a,b,,a\n"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(partition_names("").empty());
+  auto show = [](const std::string& name, const std::string& total) {
+    return "PartitionName=" + name + " AllowGroups=ALL TotalCPUs=64 TotalNodes=" + total +
+           " SelectTypeParameters=NONE\n";
+  };
+  struct Case {
+    const char* name;
+    std::vector<std::string> names, shows;
+    std::size_t nodes;
+    std::string unknown;
+  };
+  const Case cases[] = {
+      {"one", {"gpu"}, {show("gpu", "12")}, 12, ""},
+      {"two: the sum", {"a", "b"}, {show("a", "4"), show("b", "6")}, 10, ""},
+      {"scontrol failed for one",
+       {"a", "b"},
+       {show("a", "4"), ""},
+       0,
+       "scontrol show partition \"b\" gave no TotalNodes"},
+      {"no partition", {}, {}, 0, "the job names no partition (SLURM_JOB_PARTITION is empty)"},
+      {"zero nodes",
+       {"a"},
+       {show("a", "0")},
+       0,
+       "scontrol show partition \"a\" gave no TotalNodes"},
+      {"not a number",
+       {"a"},
+       {show("a", "4x")},
+       0,
+       "scontrol show partition \"a\" gave no TotalNodes"},
+      {"only a field that ends in the key",
+       {"a"},
+       {"PartitionName=a MaxTotalNodes=9\n"},
+       0,
+       "scontrol show partition \"a\" gave no TotalNodes"},
+      {"past any partition",
+       {"a"},
+       {show("a", "99999999")},
+       0,
+       "scontrol show partition \"a\" gave no TotalNodes"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const PartitionSize size = partition_size(c.names, c.shows);
+    EXPECT_EQ(size.nodes, c.nodes);
+    EXPECT_EQ(size.unknown, c.unknown);
   }
 }
 

@@ -535,7 +535,81 @@ TEST(WatchSupervise, ProbeLines) {
   EXPECT_EQ(a->written, (std::map<std::string, unsigned long long>{{"node01 1", 10}}));
   EXPECT_FALSE(parse_probe(""));
   Activity before{{{"n 1", 10}, {"n 2", 5}}};
-  EXPECT_FALSE(wrote_between(before, {{{"n 1", 10}, {"n 3", 99}}}));  // a new process: not
-  EXPECT_FALSE(wrote_between(before, {{{"n 1", 10}}}));               // one ended: not
-  EXPECT_TRUE(wrote_between(before, {{{"n 1", 10}, {"n 2", 6}}}));
+  const Activity none;
+  EXPECT_FALSE(wrote_unseen_between(none, before, {{{"n 1", 10}, {"n 3", 99}}}));  // new: not
+  EXPECT_FALSE(wrote_unseen_between(none, before, {{{"n 1", 10}}}));               // one ended: not
+  EXPECT_TRUE(wrote_unseen_between(none, before, {{{"n 1", 10}, {"n 2", 6}}}));
+  // Counted from the first count since the last output: up to k_max_unseen bytes, not more.
+  const Activity first{{{"n 2", 1}}};
+  EXPECT_TRUE(wrote_unseen_between(first, before, {{{"n 2", 1 + k_max_unseen}}}));
+  EXPECT_FALSE(wrote_unseen_between(first, before, {{{"n 2", 2 + k_max_unseen}}}));
+  // Without a first count, from `before`.
+  EXPECT_TRUE(wrote_unseen_between(none, before, {{{"n 2", 5 + k_max_unseen}}}));
+  EXPECT_FALSE(wrote_unseen_between(none, before, {{{"n 2", 6 + k_max_unseen}}}));
+  // A count below the first (the pid taken by a new process): counted from zero.
+  const Activity reused{{{"n 2", 100000}}};
+  EXPECT_TRUE(wrote_unseen_between(reused, before, {{{"n 2", 6}}}));
+  EXPECT_FALSE(wrote_unseen_between(reused, {{{"n 2", 5}}}, {{{"n 2", 5000}}}));
+  // One process within the bound is enough; a first count is kept, not overwritten.
+  EXPECT_TRUE(wrote_unseen_between(first, before, {{{"n 1", 10 + 100000}, {"n 2", 7}}}));
+  Activity seen = first;
+  note_first_counts(seen, {{{"n 1", 10}, {"n 2", 9}}});
+  EXPECT_EQ(seen.written, (std::map<std::string, unsigned long long>{{"n 1", 10}, {"n 2", 1}}));
+}
+
+// Writes count as progress only while slurmstepd could still hold them (at most k_max_unseen
+// bytes per process since srun last showed output). A 40-byte bar redrawn every second reaches
+// srun in 1 KiB pieces, 26 s apart, longer than the 20 s timeout: never a stall. A rank that
+// hangs while another process of the step writes 100 KiB to a file between two probes: the
+// stall, on time. A slow writer (100 bytes a second to a file): held off until its unseen
+// writes pass the bound. A hung step that writes nothing: the stall, on time.
+TEST(WatchSupervise, ProbedWritesCountOnlyWhileSrunCouldHoldThem) {
+  // Runs the supervisor from t0 + 1 s (the first output) to t0 + `until` s, one tick a second;
+  // `wchar(t)` gives the counts a probe at t reads, `shown(t)` whether srun showed output at t.
+  // Returns the second of the stall (0: none).
+  auto run = [](auto wchar, auto shown, int until) {
+    Supervisor s(options(), job("42"));
+    s.steps_before({});
+    s.started(t0);
+    s.on_output(t0 + seconds(1), Stream::out, "0: x\n");
+    for (int t = 2; t <= until; ++t) {
+      if (shown(t)) s.on_output(t0 + seconds(t), Stream::out, "0: \r 42%|####");
+      Action a = s.on_tick(t0 + seconds(t));
+      if (a.act == Act::probe) {
+        s.on_probe(t0 + seconds(t), wchar(t));
+        a = s.on_tick(t0 + seconds(t));
+      }
+      if (a.act == Act::ask_stacks) return t;
+    }
+    return 0;
+  };
+  auto line = [](int pid, unsigned long long wchar) {
+    return "ddp-watch-probe: node01 " + std::to_string(pid) + " " + std::to_string(wchar) + "\n";
+  };
+  auto never = [](int) { return false; };
+
+  // The bar: 40 bytes a second, shown each time 1 KiB has piled up (every 26 s).
+  auto bar = [&](int t) { return line(100, 1000 + 40ULL * static_cast<unsigned>(t)); };
+  auto flushed = [](int t) { return t % 26 == 0; };
+  EXPECT_EQ(run(bar, flushed, 300), 0);
+
+  // A hung rank (100) beside a writer (300) of 100 KiB every 10 s, nothing shown: the stall
+  // at the first comparison, 20 s after the last output.
+  auto writer = [&](int t) {
+    return line(100, 5000) + line(300, 102400ULL * static_cast<unsigned>(t / 10));
+  };
+  EXPECT_EQ(run(writer, never, 300), 21);
+
+  // A slow writer: 1000 bytes since its first count at 11 s are unseen at 21 s, 3000 at 41 s
+  // (still within the bound), 5000 at 61 s: the stall then.
+  auto slow = [&](int t) { return line(100, 5000) + line(300, 100ULL * static_cast<unsigned>(t)); };
+  EXPECT_EQ(run(slow, never, 300), 61);
+  // The same writer beside output every 30 s, longer apart than the timeout: each output
+  // starts the count again (1000 bytes unseen at each comparison), never a stall.
+  auto every_30 = [](int t) { return t % 30 == 0; };
+  EXPECT_EQ(run(slow, every_30, 300), 0);
+
+  // A hung step: nothing written, nothing shown.
+  auto hung = [&](int) { return line(100, 5000) + line(200, 7); };
+  EXPECT_EQ(run(hung, never, 300), 21);
 }
