@@ -188,9 +188,10 @@ void print_suspects(const std::vector<Hello>& hellos, const std::string& head) {
   auto list = getenv_lookup("SLURM_STEP_NODELIST");
   auto nodes = list ? ddp::Hostlist::parse(*list) : ddp::Result<ddp::Hostlist>(ddp::fail(""));
   if (!nodes || nodes->size() > 100'000) return;
-  for (const auto& s : world_suspects(nodes->expand(), hellos, head)) {
-    std::printf("%s\n", ddp::suspect_line(s).c_str());
-  }
+  const WorldSuspects named = world_suspects(nodes->expand(), hellos, head);
+  for (const auto& s : named.suspects) std::printf("%s\n", ddp::suspect_line(s).c_str());
+  if (!named.none_why.empty())
+    std::printf("ddp-check: no node named: %s\n", named.none_why.c_str());
   std::fflush(stdout);
 }
 
