@@ -508,6 +508,20 @@ case "$scenario" in
     expect_all_rc 1
     expect_out rank0-node0-0 "ddp-check: FAULT: missing RANK 2,3 (WORLD_SIZE=4, 2 distinct arrived): node 1 sent no rank at all"
     ;;
+  silent-half)  # one of the step's two nodes silent: either side may be at fault, nobody named
+    rank 0 0 0 node0 2 1 2 SLURM_STEP_NODELIST="node[0-1]"
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: no node named: 1 of the step's 2 nodes sent rank 0 on node0 no hello: with as many silent nodes as answering ones, the fault may lie on either side"
+    expect_no_out rank0-node0-0 "ddp-check: suspect"
+    ;;
+  silent-most)  # two of three nodes silent: rank 0's own node is the likelier culprit
+    rank 0 0 0 node0 3 1 3 SLURM_STEP_NODELIST="node[0-2]"
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: suspect node0: unreachable: 2 of the step's 3 nodes sent rank 0 on node0 no hello"
+    expect_no_out rank0-node0-0 "no node named"
+    ;;
   inconsistent)  # one rank believes WORLD_SIZE=6
     rank 0 0 0 node0 4 2 2
     rank 1 1 0 node0 4 2 2
