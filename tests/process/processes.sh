@@ -225,7 +225,8 @@ send_pairs() {
 
 # fake_rank MODE [WORLD]: RANK 1 of WORLD (default 3) ("intruder", node index 1) as a script of this user: a signed
 # hello, then a signed agent that misbehaves as MODE says: impostors (forged registrations
-# naming node2 before its own), a figure (inf, nan, -3, 1e308), stale (answers with an old
+# naming node2 before its own), wrong-name (a signed registration naming node3, which is no
+# node of the step), a figure (inf, nan, -3, 1e308), stale (answers with an old
 # tag), hang (registers, then never answers). Its output goes to $work/fake.out.
 fake_rank() {
   local mode=$1 world=${2:-3} h c line tag
@@ -240,6 +241,11 @@ fake_rank() {
     send_pairs "$(agent_line node2 101)"
     send_pairs "$(agent_line node2 | sed 's/^agent node2 /agent node0 /')"
     send_pairs "ddp-check: suspect node2: slow: forged by an impostor"
+    sleep 0.3
+  fi
+  if [[ $mode == wrong-name ]]; then
+    # This user's own credential, for this step, from a node's address: only the name is wrong.
+    send_pairs "$(agent_line node3)"
     sleep 0.3
   fi
   for _ in $(seq 400); do
@@ -257,7 +263,7 @@ fake_rank() {
       measure*)
         case $mode in
           stale) printf 'result %s 9.0 50.0\n' "$((tag + 1000))" >&"$c" ;;
-          impostors) printf 'result %s - - the fake measures nothing\n' "$tag" >&"$c" ;;
+          impostors | wrong-name) printf 'result %s - - the fake measures nothing\n' "$tag" >&"$c" ;;
           *) printf 'result %s %s 50.0\n' "$tag" "$mode" >&"$c" ;;
         esac
         ;;
@@ -345,6 +351,20 @@ case "$scenario" in
     expect_out rank0-node0-0 "(claims node node0): its credential signs another hello"
     expect_out rank0-node0-0 "refused a pairwise agent from 127.0.0.1: not a registration of this version of ddp-check"
     expect_out rank0-node0-0 "pairs: not measured: node0 - intruder: cannot connect to 127.0.0.1"
+    expect_no_healthy_named
+    ;;
+  pairs-wrong-name)  # a registration of this user and step that names a node not at its address
+    timeout=20
+    pairs_world wrong-name
+    finish
+    expect_rc rank0-node0-0 1  # the fake's data port takes nothing: its pairs are not measured
+    expect_out rank0-node0-0 "ddp-check: pairs: REFUSED: refused a pairwise agent from 127.0.0.1 (claims node node3): it claims node node3, but the step's nodes at its address are node0, intruder, node2"
+    expect_out rank0-node0-0 "pairs: not measured: node0 - intruder: cannot connect to 127.0.0.1"
+    expect_no_out rank0-node0-0 "node3:"
+    if grep -qE '^ +[0-9]+ node3 ' "$work/rank0-node0-0.out"; then
+      echo "FAIL: the table has a row for node3, which is no node of the step"
+      failures=$((failures + 1))
+    fi
     expect_no_healthy_named
     ;;
   pairs-inf|pairs-nan|pairs-negative|pairs-absurd)  # the fake measures and reports a bad figure

@@ -11,6 +11,10 @@ std::string short_name(const std::string& name) {
 
 }  // namespace
 
+bool same_node(std::string_view a, std::string_view b) {
+  return a.substr(0, a.find('.')) == b.substr(0, b.find('.'));
+}
+
 std::vector<std::string> silent_nodes(const std::vector<std::string>& step_nodes,
                                       std::span<const Hello> hellos) {
   std::set<std::string> heard;

@@ -4,12 +4,17 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ddp-check/rendezvous/hello.hpp"
 #include "libddp/util/suspect.hpp"
 
 namespace ddp::check {
+
+// Whether `a` and `b` name the same node: equal up to the first dot (a host name may be the
+// node's fully qualified name, Slurm's name the short one).
+bool same_node(std::string_view a, std::string_view b);
 
 // The nodes of `step_nodes` (Slurm's names, in order) that no hello came from. A hello's host
 // matches a node by its whole name or by the part before the first dot (a host name may be

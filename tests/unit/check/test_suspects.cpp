@@ -12,6 +12,15 @@ Hello from(const std::string& host) {
   return h;
 }
 
+TEST(SameNode, ComparesThePartBeforeTheFirstDot) {
+  EXPECT_TRUE(same_node("node01", "node01"));
+  EXPECT_TRUE(same_node("node01", "node01.cluster"));
+  EXPECT_TRUE(same_node("node01.a", "node01.b"));
+  EXPECT_FALSE(same_node("node01", "node010"));
+  EXPECT_FALSE(same_node("node01", "node02.cluster"));
+  EXPECT_FALSE(same_node("", "node01"));
+}
+
 TEST(SilentNodes, TheNodesNoHelloCameFrom) {
   const std::vector<std::string> nodes = {"node01", "node02", "node03"};
   const std::vector<Hello> two = {from("node01"), from("node01"), from("node03")};
