@@ -232,7 +232,11 @@ fake_rank() {
   local mode=$1 world=${2:-3} h c line tag
   await_listener
   exec {h}<>/dev/tcp/127.0.0.1/"$port"
-  printf '%s\n' "$(signed "$(hello_body 1 "$world")")" >&"$h"
+  if [[ $fake_auth == none ]]; then
+    printf '%s cred=-\n' "$(hello_body 1 "$world" | sed 's/auth=munge$/auth=none/')" >&"$h"
+  else
+    printf '%s\n' "$(signed "$(hello_body 1 "$world")")" >&"$h"
+  fi
   read -r -t 20 -u "$h" line && echo "verdict: $line"
   if [[ $mode == impostors ]]; then
     send_pairs "agent node2 1 100 0 $port none - nccl"
@@ -252,7 +256,11 @@ fake_rank() {
     exec {c}<>/dev/tcp/127.0.0.1/"$pairs_port" 2>/dev/null && break
     sleep 0.01
   done
-  printf '%s\n' "$(agent_line intruder)" >&"$c"
+  if [[ $fake_auth == none ]]; then
+    printf 'agent intruder 1 100 0 %s none - nccl\n' "$port" >&"$c"
+  else
+    printf '%s\n' "$(agent_line intruder)" >&"$c"
+  fi
   while read -r -t 30 -u "$c" line; do
     echo "got: $line"
     [[ $line == "done" ]] && break
@@ -271,6 +279,8 @@ fake_rank() {
   done
   exec {c}>&- {h}>&-
 }
+
+fake_auth=munge  # none: the fake's hello and registration are unsigned (--auth=none)
 
 # pairs_world MODE: rank 0 (node0) and rank 2 (node2) real, RANK 1 the fake (fake_rank MODE).
 pairs_world() {
@@ -410,6 +420,19 @@ case "$scenario" in
     expect_out rank0-node0-0 "pairs: no slow node named: fewer than 3 nodes"
     expect_no_healthy_named
     ;;
+  pairs-auth-none-hung)  # --auth=none: the silent agent is named for people, not for ddp-watch
+    timeout=25
+    extra=("${pairs_opts[@]}")
+    fake_auth=none
+    rank 0 0 0 node0 2 1 2 DDP_CHECK_AUTH=none DDP_CHECK_RUN_TAG=0123456789abcdef
+    fake_rank hang 2 >"$work/fake.out" 2>&1 &
+    pids+=($!)
+    names+=(fake)
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: unauthenticated, not acted on: suspect intruder: unreachable: its pairwise agent did not answer in time (TCP round 1)"
+    expect_no_out rank0-node0-0 "ddp-check: suspect"
+    ;;
   pairs-odd-one-round)  # three nodes, one round: node0 sits it out and is not named slow
     timeout=20
     extra=("${pairs_opts[@]}" --pairs-rounds 1)
@@ -541,6 +564,25 @@ case "$scenario" in
     expect_rc rank0-node0-0 1
     expect_out rank0-node0-0 "ddp-check: suspect node0: unreachable: 2 of the step's 3 nodes sent rank 0 on node0 no hello"
     expect_no_out rank0-node0-0 "no node named"
+    ;;
+  silent-tagged)  # DDP_CHECK_RUN_TAG, as ddp-watch sets it, ends the suspect line
+    rank 0 0 0 node0 3 1 3 SLURM_STEP_NODELIST="node[0-2]" DDP_CHECK_RUN_TAG=0123456789abcdef
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: suspect node0: unreachable: 2 of the step's 3 nodes sent rank 0 on node0 no hello [run 0123456789abcdef]"
+    ;;
+  silent-unauthenticated)  # --auth=none: the suspect is said in a form ddp-watch never acts on
+    rank 0 0 0 node0 3 1 3 SLURM_STEP_NODELIST="node[0-2]" DDP_CHECK_AUTH=none
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: unauthenticated, not acted on: suspect node0: unreachable: 2 of the step's 3 nodes sent rank 0 on node0 no hello"
+    expect_no_out rank0-node0-0 "ddp-check: suspect"
+    ;;
+  bad-run-tag)  # a run tag that is not one is refused before anything is printed with it
+    rank 0 0 0 node0 1 1 1 'DDP_CHECK_RUN_TAG=x]: slow'
+    finish
+    expect_rc rank0-node0-0 2
+    expect_out rank0-node0-0 "ddp-check: error: DDP_CHECK_RUN_TAG=\"x]: slow\": not a run tag"
     ;;
   inconsistent)  # one rank believes WORLD_SIZE=6
     rank 0 0 0 node0 4 2 2

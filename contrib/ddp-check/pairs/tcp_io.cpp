@@ -479,6 +479,8 @@ int print_suspects(const std::vector<std::optional<PairAgent>>& agents, const Si
                    const std::vector<std::string>& names, const PairsSetup& s,
                    const std::vector<std::pair<PairVerdict, PairMetric>>& verdicts) {
   int rc = 0;
+  // Under --auth=none nobody proved which node an agent is: the lines are for people only.
+  const SuspectOrigin origin{s.auth.mode == AuthMode::munge, s.run_tag};
   for (std::size_t i = 0; i < agents.size(); ++i) {
     std::string evidence;
     if (!agents[i]) {
@@ -488,14 +490,15 @@ int print_suspects(const std::vector<std::optional<PairAgent>>& agents, const Si
     } else {
       continue;
     }
-    std::printf("%s\n", suspect_line({names[i], Fault::unreachable, evidence, ""}).c_str());
+    std::printf("%s\n", suspect_line({names[i], Fault::unreachable, evidence, ""}, origin).c_str());
     rc = 1;
   }
   for (const auto& [v, metric] : verdicts) {
     for (std::uint32_t i : v.slow) {
       if (!agents[i] || !silence[i].empty()) continue;
-      std::printf("%s\n",
-                  suspect_line({names[i], Fault::slow, slow_evidence(v, i, metric), ""}).c_str());
+      std::printf(
+          "%s\n",
+          suspect_line({names[i], Fault::slow, slow_evidence(v, i, metric), ""}, origin).c_str());
       rc = 1;
     }
   }

@@ -33,9 +33,28 @@ struct Suspect {
   std::string signature;
 };
 
+// The variable in which ddp-watch gives the preflight step the tag of its run; ddp-check ends
+// its suspect lines with it, and ddp-watch acts only on lines that carry its current tag, so
+// that an old log echoed by the step is not taken for this run's verdict.
+inline constexpr std::string_view k_run_tag_env = "DDP_CHECK_RUN_TAG";
+// Whether `tag` can be a run tag: 8 to 64 lowercase hex digits.
+bool valid_run_tag(std::string_view tag);
+
+// How ddp-check vouches for a suspect line.
+struct SuspectOrigin {
+  // False under --auth=none: nobody proved who said hello, so the line is written in a form
+  // ddp-watch never acts on.
+  bool authenticated = true;
+  std::string run_tag;  // k_run_tag_env's value, "" when unset
+};
+
 // The line ddp-check prints for a node it blames, and ddp-watch reads back from the output:
-// "ddp-check: suspect NODE: FAULT: EVIDENCE".
-std::string suspect_line(const Suspect& suspect);
+// "ddp-check: suspect NODE: FAULT: EVIDENCE", then " [run TAG]" when `origin` has a run tag;
+// "ddp-check: unauthenticated, not acted on: suspect NODE: FAULT: EVIDENCE" when it is not
+// authenticated.
+std::string suspect_line(const Suspect& suspect, const SuspectOrigin& origin = {});
 std::optional<Suspect> parse_suspect_line(std::string_view line);
+// `line` without the " [run TAG]" that ends it, or nullopt when it does not end so.
+std::optional<std::string_view> without_run_tag(std::string_view line, std::string_view tag);
 
 }  // namespace ddp
