@@ -43,7 +43,7 @@ std::optional<Suspect> parse_check_suspect(std::string_view text, std::string_vi
     return std::nullopt;
   }
   s.fault = *fault;
-  s.evidence = std::string(text.substr(colon2 + 2, 512));
+  s.evidence = std::string(text.substr(colon2 + 2, k_max_evidence));
   if (s.evidence.empty()) return std::nullopt;
   return s;
 }

@@ -49,8 +49,10 @@ bool valid_run_tag(std::string_view tag) {
 }
 
 std::string suspect_line(const Suspect& suspect, const SuspectOrigin& origin) {
-  const std::string body = field(suspect.node) + ": " + std::string(fault_name(suspect.fault)) +
-                           ": " + field(suspect.evidence);
+  std::string evidence = field(suspect.evidence);
+  if (evidence.size() > k_max_evidence) evidence = evidence.substr(0, k_max_evidence - 3) + "...";
+  const std::string body =
+      field(suspect.node) + ": " + std::string(fault_name(suspect.fault)) + ": " + evidence;
   if (!origin.authenticated) return std::string(k_unauthenticated_prefix) + body;
   return std::string(k_suspect_prefix) + body +
          (origin.run_tag.empty() ? "" : run_tag_suffix(origin.run_tag));

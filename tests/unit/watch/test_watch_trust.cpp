@@ -91,6 +91,14 @@ TEST(WatchTrust, SuspectLineForms) {
   EXPECT_EQ(ddp::suspect_line(s, {false, "0123456789abcdef"}),
             "ddp-check: unauthenticated, not acted on: suspect node02: slow: best pair 0.19 "
             "Gbit/s");
+  // A long evidence is cut, so that the tag stays within srun's 1 KiB piece of the line.
+  const std::string tag = "0123456789abcdef";
+  const std::string cut = ddp::suspect_line(
+      {std::string(255, 'n'), ddp::Fault::fabric, std::string(2000, 'e'), ""}, {true, tag});
+  EXPECT_LE(cut.size(), 1023u);
+  auto back = parse_check_suspect(cut, tag);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->evidence, std::string(ddp::k_max_evidence - 3, 'e') + "...");
   EXPECT_EQ(ddp::without_run_tag("x [run 0123abcd]", "0123abcd"), "x");
   EXPECT_FALSE(ddp::without_run_tag("x [run 0123abcd] y", "0123abcd"));
   EXPECT_FALSE(ddp::without_run_tag("x", ""));
