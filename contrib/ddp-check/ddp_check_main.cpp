@@ -183,14 +183,17 @@ int nccl_master(Run& r) {
   return k_exit_ok;
 }
 
-// The suspect lines of a world with silent nodes (suspects.hpp), for ddp-watch --heal.
-void print_suspects(const std::vector<Hello>& hellos, const std::string& head) {
+// The suspect lines of a world with silent nodes (suspects.hpp), for ddp-watch --heal; in the
+// form ddp-watch never acts on when `origin` is not authenticated.
+void print_suspects(const std::vector<Hello>& hellos, const std::string& head,
+                    const ddp::SuspectOrigin& origin) {
   auto list = getenv_lookup("SLURM_STEP_NODELIST");
   auto nodes = list ? ddp::Hostlist::parse(*list) : ddp::Result<ddp::Hostlist>(ddp::fail(""));
   if (!nodes || nodes->size() > 100'000) return;
-  for (const auto& s : world_suspects(nodes->expand(), hellos, head)) {
-    std::printf("%s\n", ddp::suspect_line(s).c_str());
-  }
+  const WorldSuspects named = world_suspects(nodes->expand(), hellos, head);
+  for (const auto& s : named.suspects) std::printf("%s\n", ddp::suspect_line(s, origin).c_str());
+  if (!named.none_why.empty())
+    std::printf("ddp-check: no node named: %s\n", named.none_why.c_str());
   std::fflush(stdout);
 }
 
@@ -211,7 +214,8 @@ int rendezvous_master(Run& r) {
   report_refusals(r.ex);
   if (!report.ok()) {
     for (const auto& f : report.faults) say("FAULT: " + f);
-    print_suspects(r.ex.hellos, slurm_node_name(id.self.host));
+    print_suspects(r.ex.hellos, slurm_node_name(id.self.host),
+                   {r.auth.mode == AuthMode::munge, id.run_tag});
     r.session.broadcast({Verdict::Kind::fail, summarize(report)}, r.send_until());
     say(failed_line(report, id));
     return k_exit_fault;
@@ -283,7 +287,7 @@ int run_phase(Run& r, const PhaseStep& step) {
   const bool master = r.id.is_master();
   switch (step.phase) {
     case Phase::fabric:  // reported, and the check goes on
-      r.fabric_rc = check_fabric_here(r.o, slurm_node_name(r.id.self.host));
+      r.fabric_rc = check_fabric_here(r.o, slurm_node_name(r.id.self.host), r.id.run_tag);
       return k_exit_ok;
     case Phase::rendezvous:
       return master ? rendezvous_master(r) : rendezvous_worker(r);

@@ -7,6 +7,7 @@
 #include "ddp-check/fabric/fabric.hpp"
 #include "ddp-check/rendezvous/admit.hpp"
 #include "libddp/util/cli.hpp"
+#include "libddp/util/suspect.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::check {
@@ -211,7 +212,8 @@ std::string usage() {
          "\n" +
          cli::usage(cli::specs(option_table()), k_style) +
          "\n"
-         "DDP_CHECK_HOSTNAME overrides the host name a process reports (tests fake nodes).\n";
+         "DDP_CHECK_HOSTNAME overrides the host name a process reports (tests fake nodes).\n"
+         "DDP_CHECK_RUN_TAG (set by ddp-watch) ends every suspect line as \" [run TAG]\".\n";
 }
 
 Result<Options> parse_options(std::span<const std::string_view> args, const EnvLookup& env) {
@@ -319,6 +321,13 @@ Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced
   if (auto r = read_ranks(env, id.scope, id.self); !r) return std::unexpected(r.error());
   read_host(env, hostname, id.self);
   id.self.port = id.master_port;
+  if (auto tag = env(k_run_tag_env); tag && !tag->empty()) {
+    if (!valid_run_tag(*tag)) {
+      return fail(std::string(k_run_tag_env) + "=" + text::quote(*tag, 80) +
+                  ": not a run tag (8 to 64 lowercase hex digits, as ddp-watch sets it)");
+    }
+    id.run_tag = *tag;
+  }
   return id;
 }
 

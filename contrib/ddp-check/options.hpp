@@ -69,12 +69,14 @@ struct Identity {
   Hello self;  // host, gpus and the rank fields; the connection fields are filled in later
   std::string master_addr;
   std::uint16_t master_port = 0;
+  std::string run_tag;  // DDP_CHECK_RUN_TAG (k_run_tag_env): ends the suspect lines; "" unset
   bool is_master() const { return self.rank == 0; }
 };
 
 // Reads MASTER_ADDR, MASTER_PORT and the rank variables. Scope: `forced`, else ranks when RANK
 // is set, else nodes when NODE_RANK and NNODES are (what `--ddp=torchrun` exports). The host is
-// DDP_CHECK_HOSTNAME when set (tests fake several nodes on one machine), else `hostname`.
+// DDP_CHECK_HOSTNAME when set (tests fake several nodes on one machine), else `hostname`; the
+// run tag DDP_CHECK_RUN_TAG when set, an error when it is not a valid_run_tag().
 Result<Identity> read_identity(const EnvLookup& env, std::optional<Scope> forced,
                                std::string_view hostname);
 

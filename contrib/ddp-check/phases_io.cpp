@@ -49,6 +49,7 @@ PairsSetup base_setup(const Options& o, const Identity& id, const AuthConfig& au
   s.auth = auth;
   s.binding = {id.self.job, id.self.step, id.self.het, id.master_port};
   s.node = slurm_node_name(id.self.host);
+  s.run_tag = id.run_tag;
   s.seconds = o.pairs_seconds;
   s.threshold = o.pairs_threshold;
   s.max_rounds = o.pairs_rounds;
@@ -72,8 +73,10 @@ std::string slurm_node_name(const std::string& host) {
   return name != nullptr && *name != '\0' ? std::string(name) : host;
 }
 
-int check_fabric_here(const Options& o, const std::string& node) {
+int check_fabric_here(const Options& o, const std::string& node, const std::string& run_tag) {
   int rc = 0;
+  // What this process read of its own node: no peer's word, authenticated or not.
+  const SuspectOrigin origin{true, run_tag};
   if (o.fabric) {
     auto fabric = parse_fabric(*o.fabric);
     FabricCheck c = check_fabric(*fabric, read_fabric_facts(o.sysfs_root));
@@ -81,8 +84,9 @@ int check_fabric_here(const Options& o, const std::string& node) {
       std::printf("ddp-check: fabric %s on %s: %s\n", o.fabric->c_str(), node.c_str(),
                   c.found.c_str());
     } else {
-      std::printf("%s\n",
-                  suspect_line({node, Fault::fabric, *o.fabric + ": " + c.missing, ""}).c_str());
+      std::printf(
+          "%s\n",
+          suspect_line({node, Fault::fabric, *o.fabric + ": " + c.missing, ""}, origin).c_str());
       rc = 1;
     }
   }
@@ -91,7 +95,8 @@ int check_fabric_here(const Options& o, const std::string& node) {
     if (loaded) {
       std::printf("ddp-check: NCCL net plugin on %s: %s\n", node.c_str(), loaded->c_str());
     } else {
-      std::printf("%s\n", suspect_line({node, Fault::fabric, loaded.error().message, ""}).c_str());
+      std::printf("%s\n",
+                  suspect_line({node, Fault::fabric, loaded.error().message, ""}, origin).c_str());
       rc = 1;
     }
   }

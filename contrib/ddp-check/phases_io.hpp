@@ -17,8 +17,9 @@ namespace ddp::check {
 std::string slurm_node_name(const std::string& host);
 
 // Checks --fabric and --net-plugin on this node and prints the outcome (a suspect line when
-// something is missing); 0, or 1 when it is missing. Nothing to do: 0, silently.
-int check_fabric_here(const Options& o, const std::string& node);
+// something is missing, ending with `run_tag` when there is one); 0, or 1 when it is missing.
+// Nothing to do: 0, silently.
+int check_fabric_here(const Options& o, const std::string& node, const std::string& run_tag);
 
 // Arms the watchdog: SIGALRM in `seconds` ends the process with exit status 1 and a line
 // saying that the check exceeded its deadline.

@@ -4,7 +4,8 @@
 
 namespace ddp::watch {
 
-StepOutput::StepOutput(const OutputMode& mode) : mode_(mode), gate_(mode.preflight, mode.labels) {
+StepOutput::StepOutput(const OutputMode& mode)
+    : mode_(mode), gate_(mode.preflight, mode.labels, mode.run_tag) {
   reader_.set_task_is_rank(!mode.torchrun);
   reader_.set_srun(mode.labels);
 }

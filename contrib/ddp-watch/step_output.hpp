@@ -30,6 +30,7 @@ struct OutputMode {
   bool keep_labels = false;  // forward the labels (--keep-labels, or SLURM_LABELIO already set)
   bool torchrun = false;     // tasks are per-node launchers, not ranks
   bool preflight = false;    // the command is ddp-check: its suspect lines name nodes
+  std::string run_tag;       // preflight: the tag its suspect lines must carry (trust.hpp)
   bool heal = false;         // --heal: gather the nodes named
 };
 

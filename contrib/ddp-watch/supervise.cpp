@@ -4,6 +4,7 @@
 #include "ddp-watch/supervise.hpp"
 
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,10 +51,28 @@ std::string env_or(const char* name, std::string fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
+// 16 lowercase hex digits from the kernel's random source: a run tag (suspect.hpp) nobody can
+// have printed before this run; "" when there is no randomness to be had (no tag is asked for).
+std::string fresh_run_tag() {
+  unsigned char bytes[8];
+  if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return "";
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += k_hex[b >> 4];
+    out += k_hex[b & 15];
+  }
+  return out;
+}
+
+// The job's variables, and a fresh run tag: each Watch is one run of its command.
 JobEnv job_env() {
-  return {env_or("SLURM_JOB_ID", ""), env_or("SLURM_ARRAY_JOB_ID", ""),
-          env_or("SLURM_ARRAY_TASK_ID", ""), env_or("SLURM_RESTART_COUNT", ""),
-          std::getenv("SLURM_LABELIO") != nullptr};
+  return {env_or("SLURM_JOB_ID", ""),
+          env_or("SLURM_ARRAY_JOB_ID", ""),
+          env_or("SLURM_ARRAY_TASK_ID", ""),
+          env_or("SLURM_RESTART_COUNT", ""),
+          std::getenv("SLURM_LABELIO") != nullptr,
+          fresh_run_tag()};
 }
 
 class Watch {

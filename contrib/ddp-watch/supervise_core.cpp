@@ -21,6 +21,7 @@ OutputMode output_mode(const Options& o, const JobEnv& env) {
     return w == "ddp-check" || w.ends_with("/ddp-check");
   });
   m.heal = !o.heal.empty();
+  if (m.preflight) m.run_tag = env.run_tag;
   return m;
 }
 
@@ -88,10 +89,13 @@ std::vector<std::string> Supervisor::command_env() const {
   // Built by push_back from empty: GCC 14 at -O2 reports a false -Warray-bounds for a vector
   // made from a one-element braced list and then grown (Debian 13's GCC 14.2).
   std::vector<std::string> env;
-  env.reserve(3);
+  env.reserve(4);
   env.push_back("PYTHONFAULTHANDLER=1");
   if (output_.mode().labels) env.push_back("SLURM_LABELIO=1");
   if (!options_.heartbeat.empty()) env.push_back("DDP_HEARTBEAT_FILE=" + options_.heartbeat);
+  // ddp-check ends this run's suspect lines with it; a line without it is not this run's.
+  if (!output_.mode().run_tag.empty())
+    env.push_back(std::string(k_run_tag_env) + "=" + output_.mode().run_tag);
   return env;
 }
 

@@ -36,6 +36,7 @@ struct JobEnv {
   std::string array_task_id;  // SLURM_ARRAY_TASK_ID
   std::string restart_count;  // SLURM_RESTART_COUNT
   bool labelio = false;       // SLURM_LABELIO is set: the labels are forwarded
+  std::string run_tag;        // fresh for each run (valid_run_tag): given to a preflight step
 };
 
 // Where bytes came from: the command's stdout or stderr, or the stack helper's.

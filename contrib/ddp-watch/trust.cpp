@@ -21,9 +21,14 @@ bool is_node_name(std::string_view name) {
   return true;
 }
 
-std::optional<Suspect> parse_check_suspect(std::string_view text) {
+std::optional<Suspect> parse_check_suspect(std::string_view text, std::string_view run_tag) {
   constexpr std::string_view k_prefix = "ddp-check: suspect ";
   if (!text.starts_with(k_prefix)) return std::nullopt;
+  if (!run_tag.empty()) {
+    auto untagged = without_run_tag(text, run_tag);
+    if (!untagged) return std::nullopt;
+    text = *untagged;
+  }
   text.remove_prefix(k_prefix.size());
   const std::size_t colon = text.find(": ");
   if (colon == std::string_view::npos || !is_node_name(text.substr(0, colon))) return std::nullopt;
@@ -38,7 +43,7 @@ std::optional<Suspect> parse_check_suspect(std::string_view text) {
     return std::nullopt;
   }
   s.fault = *fault;
-  s.evidence = std::string(text.substr(colon2 + 2, 512));
+  s.evidence = std::string(text.substr(colon2 + 2, k_max_evidence));
   if (s.evidence.empty()) return std::nullopt;
   return s;
 }
@@ -70,7 +75,7 @@ void EvidenceGate::add(const Line& line, int fd, bool whole) {
     return;
   }
   if (preflight_ && writer == Writer::task && line.task == 0 && fd == 1) {
-    if (auto s = parse_check_suspect(line.text)) keep(std::move(*s));
+    if (auto s = parse_check_suspect(line.text, run_tag_)) keep(std::move(*s));
   }
 }
 

@@ -9,9 +9,12 @@
 //     to its stderr. So an unlabelled line on srun's stderr, read from its start, is srun's;
 //     any other line is a task's, or of unknown writer when the command is not srun.
 //   - ddp-check's suspect lines, exactly as it writes them ("ddp-check: suspect NODE: FAULT:
-//     EVIDENCE" from the start of the line, a node name of letters, digits, '.', '-' and '_'),
-//     on stdout, from task 0 (rank 0, which judges the authenticated hellos), in the preflight
-//     step only: the training step's and the other tasks' lines are text.
+//     EVIDENCE [run TAG]" from the start of the line, a node name of letters, digits, '.', '-'
+//     and '_'), on stdout, from task 0 (rank 0, which judges the authenticated hellos), in the
+//     preflight step only: the training step's and the other tasks' lines are text. TAG is the
+//     fresh tag ddp-watch gave this run of the step (DDP_CHECK_RUN_TAG): a line of an earlier
+//     run, echoed by the step (a setup command printing an old log), is text too. Under
+//     --auth=none ddp-check writes its suspects in another form, which is never acted on.
 //   - Slurm's records, asked by the edge (scontrol), never read from the output.
 // A torchrun failure table, a traceback or "srun: error: ..." printed by a task is quoted in
 // the crash summary but never leads to an action. Pure.
@@ -22,6 +25,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ddp-watch/output.hpp"
@@ -46,8 +50,9 @@ bool is_node_name(std::string_view name);
 
 // ddp-check's suspect line, exactly: "ddp-check: suspect NODE: FAULT: EVIDENCE" from the first
 // byte, NODE a node name, FAULT one ddp-check names (not hang, hardware-signal or node-failure,
-// which only ddp-watch itself finds). Nothing for any other text.
-std::optional<Suspect> parse_check_suspect(std::string_view text);
+// which only ddp-watch itself finds), and, when `run_tag` is not empty, " [run RUN_TAG]" at
+// the end (not part of the evidence). Nothing for any other text.
+std::optional<Suspect> parse_check_suspect(std::string_view text, std::string_view run_tag = {});
 
 // The most node names one of srun's lines may expand to: a longer hostlist is not read, and
 // the note says so (expanding "n[000000-099999]" would cost seconds and megabytes).
@@ -58,8 +63,10 @@ inline constexpr std::size_t k_max_suspects = 1024;
 // What the step's output names, gathered line by line under the rules above.
 class EvidenceGate {
  public:
-  // preflight: the command is ddp-check (its suspect lines count); srun: the command is srun.
-  EvidenceGate(bool preflight, bool srun) : preflight_(preflight), srun_(srun) {}
+  // preflight: the command is ddp-check (its suspect lines count); srun: the command is srun;
+  // run_tag: the tag this run's suspect lines must end with ("": none is asked for).
+  EvidenceGate(bool preflight, bool srun, std::string run_tag = {})
+      : preflight_(preflight), srun_(srun), run_tag_(std::move(run_tag)) {}
   // One line of the command's output (split_label's result) from `fd`, `whole` as above.
   void add(const Line& line, int fd, bool whole);
   // The nodes named, the first evidence for each, in order.
@@ -72,6 +79,7 @@ class EvidenceGate {
   void note(std::string text);
   bool preflight_;
   bool srun_;
+  std::string run_tag_;
   std::vector<Suspect> suspects_;
   std::set<std::string> seen_;
   std::vector<std::string> notes_;

@@ -128,8 +128,9 @@ healed_without_node02() {
   [ "$(field Restarts)" = 1 ]
   [ "$(field ExcNodeList)" = node03 ]
   grep -qx "run 0 on node\[01-03\]" "$work/job.out"
-  # Named twice, by rank 0 and by srun; the first line counts.
-  grep -qx "ddp-check: suspect node03: missing-rank: no rank on node03 reached rank 0 on node01" "$work/job.out"
+  # Named twice, by rank 0 and by srun; the first line counts. Under ddp-watch the line ends
+  # with the run's tag (DDP_CHECK_RUN_TAG), which is not part of the evidence.
+  grep -qE "^ddp-check: suspect node03: missing-rank: no rank on node03 reached rank 0 on node01 \[run [0-9a-f]{16}\]$" "$work/job.out"
   grep -qE "^srun: error: Task launch for StepId=$job\.0 failed on node node03: " "$work/job.out"
   grep -qx "ddp-watch: heal: excluding node03 (missing-rank): no rank on node03 reached rank 0 on node01" "$work/job.out"
   grep -qx "ddp-watch: heal: requeueing: restart 1 of at most 2 without node03" "$work/job.out"

@@ -225,13 +225,18 @@ send_pairs() {
 
 # fake_rank MODE [WORLD]: RANK 1 of WORLD (default 3) ("intruder", node index 1) as a script of this user: a signed
 # hello, then a signed agent that misbehaves as MODE says: impostors (forged registrations
-# naming node2 before its own), a figure (inf, nan, -3, 1e308), stale (answers with an old
+# naming node2 before its own), wrong-name (a signed registration naming node3, which is no
+# node of the step), a figure (inf, nan, -3, 1e308), stale (answers with an old
 # tag), hang (registers, then never answers). Its output goes to $work/fake.out.
 fake_rank() {
   local mode=$1 world=${2:-3} h c line tag
   await_listener
   exec {h}<>/dev/tcp/127.0.0.1/"$port"
-  printf '%s\n' "$(signed "$(hello_body 1 "$world")")" >&"$h"
+  if [[ $fake_auth == none ]]; then
+    printf '%s cred=-\n' "$(hello_body 1 "$world" | sed 's/auth=munge$/auth=none/')" >&"$h"
+  else
+    printf '%s\n' "$(signed "$(hello_body 1 "$world")")" >&"$h"
+  fi
   read -r -t 20 -u "$h" line && echo "verdict: $line"
   if [[ $mode == impostors ]]; then
     send_pairs "agent node2 1 100 0 $port none - nccl"
@@ -242,11 +247,20 @@ fake_rank() {
     send_pairs "ddp-check: suspect node2: slow: forged by an impostor"
     sleep 0.3
   fi
+  if [[ $mode == wrong-name ]]; then
+    # This user's own credential, for this step, from a node's address: only the name is wrong.
+    send_pairs "$(agent_line node3)"
+    sleep 0.3
+  fi
   for _ in $(seq 400); do
     exec {c}<>/dev/tcp/127.0.0.1/"$pairs_port" 2>/dev/null && break
     sleep 0.01
   done
-  printf '%s\n' "$(agent_line intruder)" >&"$c"
+  if [[ $fake_auth == none ]]; then
+    printf 'agent intruder 1 100 0 %s none - nccl\n' "$port" >&"$c"
+  else
+    printf '%s\n' "$(agent_line intruder)" >&"$c"
+  fi
   while read -r -t 30 -u "$c" line; do
     echo "got: $line"
     [[ $line == "done" ]] && break
@@ -257,7 +271,7 @@ fake_rank() {
       measure*)
         case $mode in
           stale) printf 'result %s 9.0 50.0\n' "$((tag + 1000))" >&"$c" ;;
-          impostors) printf 'result %s - - the fake measures nothing\n' "$tag" >&"$c" ;;
+          impostors | wrong-name) printf 'result %s - - the fake measures nothing\n' "$tag" >&"$c" ;;
           *) printf 'result %s %s 50.0\n' "$tag" "$mode" >&"$c" ;;
         esac
         ;;
@@ -265,6 +279,8 @@ fake_rank() {
   done
   exec {c}>&- {h}>&-
 }
+
+fake_auth=munge  # none: the fake's hello and registration are unsigned (--auth=none)
 
 # pairs_world MODE: rank 0 (node0) and rank 2 (node2) real, RANK 1 the fake (fake_rank MODE).
 pairs_world() {
@@ -347,6 +363,20 @@ case "$scenario" in
     expect_out rank0-node0-0 "pairs: not measured: node0 - intruder: cannot connect to 127.0.0.1"
     expect_no_healthy_named
     ;;
+  pairs-wrong-name)  # a registration of this user and step that names a node not at its address
+    timeout=20
+    pairs_world wrong-name
+    finish
+    expect_rc rank0-node0-0 1  # the fake's data port takes nothing: its pairs are not measured
+    expect_out rank0-node0-0 "ddp-check: pairs: REFUSED: refused a pairwise agent from 127.0.0.1 (claims node node3): it claims node node3, but the step's nodes at its address are node0, intruder, node2"
+    expect_out rank0-node0-0 "pairs: not measured: node0 - intruder: cannot connect to 127.0.0.1"
+    expect_no_out rank0-node0-0 "node3:"
+    if grep -qE '^ +[0-9]+ node3 ' "$work/rank0-node0-0.out"; then
+      echo "FAIL: the table has a row for node3, which is no node of the step"
+      failures=$((failures + 1))
+    fi
+    expect_no_healthy_named
+    ;;
   pairs-inf|pairs-nan|pairs-negative|pairs-absurd)  # the fake measures and reports a bad figure
     timeout=20
     case $scenario in
@@ -389,6 +419,19 @@ case "$scenario" in
     expect_out rank0-node0-0 "ddp-check: suspect intruder: unreachable: its pairwise agent did not answer in time (TCP round 1)"
     expect_out rank0-node0-0 "pairs: no slow node named: fewer than 3 nodes"
     expect_no_healthy_named
+    ;;
+  pairs-auth-none-hung)  # --auth=none: the silent agent is named for people, not for ddp-watch
+    timeout=25
+    extra=("${pairs_opts[@]}")
+    fake_auth=none
+    rank 0 0 0 node0 2 1 2 DDP_CHECK_AUTH=none DDP_CHECK_RUN_TAG=0123456789abcdef
+    fake_rank hang 2 >"$work/fake.out" 2>&1 &
+    pids+=($!)
+    names+=(fake)
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: unauthenticated, not acted on: suspect intruder: unreachable: its pairwise agent did not answer in time (TCP round 1)"
+    expect_no_out rank0-node0-0 "ddp-check: suspect"
     ;;
   pairs-odd-one-round)  # three nodes, one round: node0 sits it out and is not named slow
     timeout=20
@@ -507,6 +550,39 @@ case "$scenario" in
     finish
     expect_all_rc 1
     expect_out rank0-node0-0 "ddp-check: FAULT: missing RANK 2,3 (WORLD_SIZE=4, 2 distinct arrived): node 1 sent no rank at all"
+    ;;
+  silent-half)  # one of the step's two nodes silent: either side may be at fault, nobody named
+    rank 0 0 0 node0 2 1 2 SLURM_STEP_NODELIST="node[0-1]"
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: no node named: 1 of the step's 2 nodes sent rank 0 on node0 no hello: with as many silent nodes as answering ones, the fault may lie on either side"
+    expect_no_out rank0-node0-0 "ddp-check: suspect"
+    ;;
+  silent-most)  # two of three nodes silent: rank 0's own node is the likelier culprit
+    rank 0 0 0 node0 3 1 3 SLURM_STEP_NODELIST="node[0-2]"
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: suspect node0: unreachable: 2 of the step's 3 nodes sent rank 0 on node0 no hello"
+    expect_no_out rank0-node0-0 "no node named"
+    ;;
+  silent-tagged)  # DDP_CHECK_RUN_TAG, as ddp-watch sets it, ends the suspect line
+    rank 0 0 0 node0 3 1 3 SLURM_STEP_NODELIST="node[0-2]" DDP_CHECK_RUN_TAG=0123456789abcdef
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: suspect node0: unreachable: 2 of the step's 3 nodes sent rank 0 on node0 no hello [run 0123456789abcdef]"
+    ;;
+  silent-unauthenticated)  # --auth=none: the suspect is said in a form ddp-watch never acts on
+    rank 0 0 0 node0 3 1 3 SLURM_STEP_NODELIST="node[0-2]" DDP_CHECK_AUTH=none
+    finish
+    expect_rc rank0-node0-0 1
+    expect_out rank0-node0-0 "ddp-check: unauthenticated, not acted on: suspect node0: unreachable: 2 of the step's 3 nodes sent rank 0 on node0 no hello"
+    expect_no_out rank0-node0-0 "ddp-check: suspect"
+    ;;
+  bad-run-tag)  # a run tag that is not one is refused before anything is printed with it
+    rank 0 0 0 node0 1 1 1 'DDP_CHECK_RUN_TAG=x]: slow'
+    finish
+    expect_rc rank0-node0-0 2
+    expect_out rank0-node0-0 "ddp-check: error: DDP_CHECK_RUN_TAG=\"x]: slow\": not a run tag"
     ;;
   inconsistent)  # one rank believes WORLD_SIZE=6
     rank 0 0 0 node0 4 2 2

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "ddp-check/nccl/bandwidth.hpp"
+#include "ddp-check/rendezvous/suspects.hpp"
 #include "libddp/util/text.hpp"
 
 namespace ddp::check {
@@ -117,6 +118,17 @@ std::optional<std::string> agent_binding_refusal(const AgentHello& hello, const 
            "agents";
   }
   return std::nullopt;
+}
+
+std::optional<std::string> agent_name_refusal(std::string_view claimed,
+                                              const std::vector<std::string>& expected) {
+  for (const std::string& node : expected) {
+    if (same_node(claimed, node)) return std::nullopt;
+  }
+  if (expected.empty()) return "the step has no node at its address";
+  const bool one = expected.size() == 1;
+  return "it claims node " + std::string(claimed) + ", but the step's node" + (one ? "" : "s") +
+         " at its address " + (one ? "is " : "are ") + text::join(expected, ", ");
 }
 
 Result<std::uint16_t> pairs_port(std::uint32_t master_port) {

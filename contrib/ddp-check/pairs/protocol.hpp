@@ -51,6 +51,14 @@ std::string agent_signed_part(std::string_view line);
 std::optional<std::string> agent_binding_refusal(const AgentHello& hello, const StepBinding& own,
                                                  AuthMode mode);
 
+// Why rank 0 refuses an agent that claims node `claimed` from an address at which the step
+// expects the nodes `expected` (those whose ranks said hello from that address); nullopt when
+// the claim names one of them (same_node(): the part before the first dot decides). Without
+// it, an agent on one node's address could stand for another node, and the figures measured
+// with it would be that node's.
+std::optional<std::string> agent_name_refusal(std::string_view claimed,
+                                              const std::vector<std::string>& expected);
+
 // The pairwise phase's port from MASTER_PORT: MASTER_PORT + 1, or MASTER_PORT - 1 for 65535 (a
 // port never wraps to 0); an error for a MASTER_PORT outside 1-65535.
 Result<std::uint16_t> pairs_port(std::uint32_t master_port);

@@ -31,6 +31,7 @@
 #include "ddp-check/pairs/pairs.hpp"
 #include "ddp-check/pairs/protocol.hpp"
 #include "ddp-check/rendezvous/auth.hpp"
+#include "ddp-check/rendezvous/suspects.hpp"
 #include "libddp/util/suspect.hpp"
 #include "libddp/util/text.hpp"
 
@@ -280,11 +281,13 @@ struct Registrations {
   std::size_t refused_count = 0;
 };
 
-// Why rank 0 refuses the registration `line` from `peer`, or nullopt when it admits it into
-// `at` (the index of the node whose address `peer` is). The node's name is the one the
-// credential signs.
+// Why rank 0 refuses the registration `line` from a peer at whose address the step expects
+// the nodes `expected`, or nullopt when it admits it into `at` (the index of the node whose
+// address the peer's is). The node's name is the one the credential signs, and one of
+// `expected`.
 std::optional<std::string> admit_agent(const PairsSetup& s, const Registrations& r,
-                                       const std::string& line, std::size_t& at,
+                                       const std::string& line, std::size_t at,
+                                       const std::vector<std::string>& expected,
                                        std::optional<AgentHello>& hello) {
   hello = parse_agent_hello(line);
   if (!hello) return std::string("not a registration of this version of ddp-check");
@@ -295,8 +298,9 @@ std::optional<std::string> admit_agent(const PairsSetup& s, const Registrations&
                                       s.auth.uid))
       return why;
   }
+  if (auto why = agent_name_refusal(hello->node, expected)) return why;
   for (const auto& a : r.agents) {
-    if (a && a->name == hello->node) return "node " + hello->node + " registered already";
+    if (a && same_node(a->name, hello->node)) return "node " + hello->node + " registered already";
   }
   if (r.agents[at]) return "an agent from this address registered already";
   return std::nullopt;
@@ -325,19 +329,20 @@ Registrations register_agents(int lfd, const PairsSetup& s, Clock::time_point un
       return false;
     }
     // The same address may stand for several nodes (loopback in tests): the node of that
-    // address with the name the registration gives, else the first free one.
-    std::size_t index = s.addresses.size();
+    // address with the name the registration gives; admit_agent() refuses any other name.
+    std::size_t index = static_cast<std::size_t>(at - s.addresses.begin());
+    std::vector<std::string> expected;
     const auto claimed = parse_agent_hello(l);
+    bool found = false;
     for (std::size_t k = 0; k < s.addresses.size(); ++k) {
-      if (s.addresses[k] != peer || r.agents[k]) continue;
-      if (claimed && s.nodes[k] == claimed->node) {
+      if (s.addresses[k] != peer) continue;
+      expected.push_back(s.nodes[k]);
+      if (!found && claimed && same_node(s.nodes[k], claimed->node)) {
         index = k;
-        break;
+        found = true;
       }
-      if (index == s.addresses.size()) index = k;
     }
-    if (index == s.addresses.size()) index = static_cast<std::size_t>(at - s.addresses.begin());
-    if (auto why = admit_agent(s, r, l, index, hello)) {
+    if (auto why = admit_agent(s, r, l, index, expected, hello)) {
       refuse(peer, hello, *why);
       return false;
     }
@@ -474,6 +479,8 @@ int print_suspects(const std::vector<std::optional<PairAgent>>& agents, const Si
                    const std::vector<std::string>& names, const PairsSetup& s,
                    const std::vector<std::pair<PairVerdict, PairMetric>>& verdicts) {
   int rc = 0;
+  // Under --auth=none nobody proved which node an agent is: the lines are for people only.
+  const SuspectOrigin origin{s.auth.mode == AuthMode::munge, s.run_tag};
   for (std::size_t i = 0; i < agents.size(); ++i) {
     std::string evidence;
     if (!agents[i]) {
@@ -483,14 +490,15 @@ int print_suspects(const std::vector<std::optional<PairAgent>>& agents, const Si
     } else {
       continue;
     }
-    std::printf("%s\n", suspect_line({names[i], Fault::unreachable, evidence, ""}).c_str());
+    std::printf("%s\n", suspect_line({names[i], Fault::unreachable, evidence, ""}, origin).c_str());
     rc = 1;
   }
   for (const auto& [v, metric] : verdicts) {
     for (std::uint32_t i : v.slow) {
       if (!agents[i] || !silence[i].empty()) continue;
-      std::printf("%s\n",
-                  suspect_line({names[i], Fault::slow, slow_evidence(v, i, metric), ""}).c_str());
+      std::printf(
+          "%s\n",
+          suspect_line({names[i], Fault::slow, slow_evidence(v, i, metric), ""}, origin).c_str());
       rc = 1;
     }
   }

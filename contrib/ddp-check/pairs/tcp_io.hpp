@@ -25,6 +25,7 @@ struct PairsSetup {
   AuthConfig auth;         // how agents sign their registrations and rank 0 checks them
   StepBinding binding;     // the step (job, step, MASTER_PORT) registrations are bound to
   std::string node;        // this node's name as Slurm knows it (SLURMD_NODENAME, else host)
+  std::string run_tag;     // DDP_CHECK_RUN_TAG: ends the suspect lines (suspect.hpp)
   bool coordinator = false;
   // Rank 0: the nodes, in table order, and the address each reached rank 0 from (agents are
   // admitted from these addresses only).

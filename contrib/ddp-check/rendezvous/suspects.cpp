@@ -11,6 +11,10 @@ std::string short_name(const std::string& name) {
 
 }  // namespace
 
+bool same_node(std::string_view a, std::string_view b) {
+  return a.substr(0, a.find('.')) == b.substr(0, b.find('.'));
+}
+
 std::vector<std::string> silent_nodes(const std::vector<std::string>& step_nodes,
                                       std::span<const Hello> hellos) {
   std::set<std::string> heard;
@@ -25,18 +29,24 @@ std::vector<std::string> silent_nodes(const std::vector<std::string>& step_nodes
   return out;
 }
 
-std::vector<Suspect> world_suspects(const std::vector<std::string>& step_nodes,
-                                    std::span<const Hello> hellos, const std::string& head) {
+WorldSuspects world_suspects(const std::vector<std::string>& step_nodes,
+                             std::span<const Hello> hellos, const std::string& head) {
   const std::vector<std::string> silent = silent_nodes(step_nodes, hellos);
   if (silent.empty()) return {};
-  const std::string of = " of the step's " + std::to_string(step_nodes.size()) + " nodes";
-  if (silent.size() * 2 >= step_nodes.size() && step_nodes.size() > 1) {
-    return {{head, Fault::unreachable,
-             std::to_string(silent.size()) + of + " sent rank 0 on " + head + " no hello", ""}};
+  const std::string of = std::to_string(silent.size()) + " of the step's " +
+                         std::to_string(step_nodes.size()) + " nodes sent rank 0 on " + head +
+                         " no hello";
+  if (step_nodes.size() > 1 && silent.size() * 2 == step_nodes.size()) {
+    return {{},
+            of + ": with as many silent nodes as answering ones, the fault may lie on either "
+                 "side"};
   }
-  std::vector<Suspect> out;
+  if (step_nodes.size() > 1 && silent.size() * 2 > step_nodes.size()) {
+    return {{{head, Fault::unreachable, of, ""}}, ""};
+  }
+  WorldSuspects out;
   for (const std::string& node : silent) {
-    out.push_back(
+    out.suspects.push_back(
         {node, Fault::missing_rank, "no rank on " + node + " reached rank 0 on " + head, ""});
   }
   return out;

@@ -1,6 +1,7 @@
 // The suspect line and the names of the faults.
 #include "libddp/util/suspect.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "libddp/util/text.hpp"
@@ -12,6 +13,12 @@ constexpr std::array<std::string_view, 7> k_fault_names = {
     "unreachable", "missing-rank", "slow", "fabric", "hang", "hardware-signal", "node-failure"};
 
 constexpr std::string_view k_suspect_prefix = "ddp-check: suspect ";
+constexpr std::string_view k_unauthenticated_prefix =
+    "ddp-check: unauthenticated, not acted on: suspect ";
+
+std::string run_tag_suffix(std::string_view tag) {
+  return " [run " + std::string(tag) + "]";
+}
 
 // A value for the line: no line break, no tab.
 std::string field(std::string_view s) {
@@ -35,9 +42,27 @@ std::optional<Fault> parse_fault(std::string_view name) {
   return std::nullopt;
 }
 
-std::string suspect_line(const Suspect& suspect) {
-  return std::string(k_suspect_prefix) + field(suspect.node) + ": " +
-         std::string(fault_name(suspect.fault)) + ": " + field(suspect.evidence);
+bool valid_run_tag(std::string_view tag) {
+  if (tag.size() < 8 || tag.size() > 64) return false;
+  return std::all_of(tag.begin(), tag.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::string suspect_line(const Suspect& suspect, const SuspectOrigin& origin) {
+  std::string evidence = field(suspect.evidence);
+  if (evidence.size() > k_max_evidence) evidence = evidence.substr(0, k_max_evidence - 3) + "...";
+  const std::string body =
+      field(suspect.node) + ": " + std::string(fault_name(suspect.fault)) + ": " + evidence;
+  if (!origin.authenticated) return std::string(k_unauthenticated_prefix) + body;
+  return std::string(k_suspect_prefix) + body +
+         (origin.run_tag.empty() ? "" : run_tag_suffix(origin.run_tag));
+}
+
+std::optional<std::string_view> without_run_tag(std::string_view line, std::string_view tag) {
+  const std::string suffix = run_tag_suffix(tag);
+  if (tag.empty() || !line.ends_with(suffix)) return std::nullopt;
+  line.remove_suffix(suffix.size());
+  return line;
 }
 
 std::optional<Suspect> parse_suspect_line(std::string_view line) {

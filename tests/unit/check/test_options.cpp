@@ -180,6 +180,25 @@ TEST(Identity, TasksMode) {
   EXPECT_EQ(id->self.gpus, "n=4");
 }
 
+// DDP_CHECK_RUN_TAG, which ddp-watch sets for the run: kept to end the suspect lines with, and
+// refused when it is not a run tag (it would be printed into a line ddp-watch reads).
+TEST(Identity, RunTag) {
+  Env env = tasks_env();
+  auto id = read_identity(lookup(env), std::nullopt, "node002");
+  ASSERT_TRUE(id) << id.error().message;
+  EXPECT_EQ(id->run_tag, "");
+  env["DDP_CHECK_RUN_TAG"] = "0123456789abcdef";
+  id = read_identity(lookup(env), std::nullopt, "node002");
+  ASSERT_TRUE(id) << id.error().message;
+  EXPECT_EQ(id->run_tag, "0123456789abcdef");
+  env["DDP_CHECK_RUN_TAG"] = "abc]: slow";
+  id = read_identity(lookup(env), std::nullopt, "node002");
+  ASSERT_FALSE(id);
+  EXPECT_EQ(id.error().message,
+            "DDP_CHECK_RUN_TAG=\"abc]: slow\": not a run tag (8 to 64 lowercase hex digits, as "
+            "ddp-watch sets it)");
+}
+
 TEST(Identity, TorchrunModeTurnsNodesIntoRanks) {
   Env env = {{"MASTER_ADDR", "node001"}, {"MASTER_PORT", "29500"}, {"NNODES", "3"},
              {"NODE_RANK", "2"},         {"NPROC_PER_NODE", "4"},  {"WORLD_SIZE", "12"}};

@@ -87,6 +87,26 @@ TEST(AgentHello, BoundToTheStepAndSignedWhenTheCheckIs) {
   EXPECT_FALSE(agent_binding_refusal(h, own, AuthMode::none));
 }
 
+// An agent stands for a node expected at the address it connected from, and for no other.
+TEST(AgentName, OnlyANodeExpectedAtItsAddress) {
+  const std::vector<std::string> one = {"node02"};
+  EXPECT_FALSE(agent_name_refusal("node02", one));
+  EXPECT_FALSE(agent_name_refusal("node02.cluster", one));  // the host's full name
+  EXPECT_FALSE(agent_name_refusal("node02", {"node02.cluster"}));
+  EXPECT_EQ(agent_name_refusal("node03", one),
+            "it claims node node03, but the step's node at its address is node02");
+  EXPECT_EQ(agent_name_refusal("node020", one),
+            "it claims node node020, but the step's node at its address is node02");
+  EXPECT_EQ(agent_name_refusal("node03.cluster", {"node02.cluster"}),
+            "it claims node node03.cluster, but the step's node at its address is node02.cluster");
+  // One address for several nodes (loopback): any of them, none other.
+  const std::vector<std::string> shared = {"node0", "node1", "node2"};
+  EXPECT_FALSE(agent_name_refusal("node1", shared));
+  EXPECT_EQ(agent_name_refusal("node3", shared),
+            "it claims node node3, but the step's nodes at its address are node0, node1, node2");
+  EXPECT_EQ(agent_name_refusal("node0", {}), "the step has no node at its address");
+}
+
 TEST(PairsPort, StaysInRangeAndNeverWraps) {
   EXPECT_EQ(pairs_port(29500).value(), 29501);
   EXPECT_EQ(pairs_port(1).value(), 2);

@@ -11,10 +11,11 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 mkdir bin
-# srun: prints $FAKE_OUT on stdout and $FAKE_ERR on stderr (printf escapes), exits 1.
+# srun: prints $FAKE_OUT on stdout and $FAKE_ERR on stderr (printf escapes), exits 1. In
+# FAKE_OUT, @TAG@ stands for the run tag ddp-watch gave the step (DDP_CHECK_RUN_TAG).
 cat >bin/srun <<'SH'
 #!/bin/sh
-printf "%b" "${FAKE_OUT:-}"
+printf "%b" "$(printf '%s' "${FAKE_OUT:-}" | sed "s/@TAG@/${DDP_CHECK_RUN_TAG:-}/g")"
 printf "%b" "${FAKE_ERR:-}" >&2
 exit 1
 SH
@@ -168,4 +169,20 @@ SLURM_RESTART_COUNT=1 "$watch" --heal-requeue rec || fail "--heal-requeue of run
 [[ ! -s scontrol.log ]] || fail "--heal-requeue of run 0 in run 1: $(cat scontrol.log)"
 rm -f rec
 cases=$((cases + 1))
+
+# The preflight's run tag: rank 0's line of an earlier run (another tag, or none: an old log
+# echoed by a setup command) names no one; the line that ends with this run's tag does.
+FAKE_OUT='0: ddp-check: suspect node02: slow: x\n' heal "an untagged suspect line" srun ddp-check
+excluded_none "an untagged suspect line"
+FAKE_OUT='0: ddp-check: suspect node02: slow: x [run 0123456789abcdef]\n' \
+  heal "another run's suspect line" srun ddp-check
+excluded_none "another run's suspect line"
+FAKE_OUT='0: ddp-check: unauthenticated, not acted on: suspect node02: slow: x [run @TAG@]\n' \
+  heal "an unauthenticated suspect line" srun ddp-check
+excluded_none "an unauthenticated suspect line"
+rm -f rec
+FAKE_OUT='0: ddp-check: suspect node02: slow: x [run @TAG@]\n' heal "this run's suspect line" srun ddp-check
+grep -qx 'update JobId=42 ExcNodeList=node02' scontrol.log ||
+  fail "this run's suspect line: $(cat err) $(cat scontrol.log)"
+rm -f rec rec.*
 echo "local hostile: $cases cases passed, ${#skipped[@]} skipped${skipped:+ (${skipped[*]})}"

@@ -47,7 +47,7 @@ std::vector<std::string> acts(Supervisor& s, const std::vector<Event>& events) {
 
 JobEnv job(std::string id, std::string restarts = "", std::string array = "",
            std::string task = "") {
-  return {std::move(id), std::move(array), std::move(task), std::move(restarts), false};
+  return {std::move(id), std::move(array), std::move(task), std::move(restarts), false, ""};
 }
 
 }  // namespace
@@ -195,6 +195,14 @@ TEST(WatchSupervise, BeforeTheStart) {
   // Not srun: its output has no labels to ask for.
   EXPECT_EQ(Supervisor(options({"python", "t.py"}), {}).command_env(),
             (std::vector<std::string>{"PYTHONFAULTHANDLER=1"}));
+  // The run's tag goes to a preflight (ddp-check) only: its suspect lines end with it.
+  JobEnv tagged = job("42");
+  tagged.run_tag = "0123456789abcdef";
+  EXPECT_EQ(Supervisor(options({"srun", "/usr/bin/ddp-check"}), tagged).command_env(),
+            (std::vector<std::string>{"PYTHONFAULTHANDLER=1", "SLURM_LABELIO=1",
+                                      "DDP_CHECK_RUN_TAG=0123456789abcdef"}));
+  EXPECT_EQ(Supervisor(options({"srun", "python", "t.py"}), tagged).command_env(),
+            (std::vector<std::string>{"PYTHONFAULTHANDLER=1", "SLURM_LABELIO=1"}));
 
   Outcome failed = Supervisor::start_failed("cannot run \"nope\": No such file or directory");
   EXPECT_EQ(failed.code, 127);

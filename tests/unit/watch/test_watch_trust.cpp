@@ -21,13 +21,14 @@ struct Heard {
 };
 
 // The command run under --heal with `bytes` on `stream`, ending with `code`.
+// `run_tag`: the tag this run was given ("": none).
 Heard heal_run(std::vector<std::string> command, Stream stream, const std::string& bytes,
-               int code = 1) {
+               int code = 1, const std::string& run_tag = "") {
   Options o;
   o.timeout_s = 20;
   o.command = std::move(command);
   o.heal = "rec";
-  Supervisor s(o, JobEnv{"42", "", "", "0", false});
+  Supervisor s(o, JobEnv{"42", "", "", "0", false, run_tag});
   s.started(t0);
   s.on_output(t0 + seconds(1), stream, bytes);
   s.on_end(stream);
@@ -70,6 +71,78 @@ TEST(WatchTrust, CheckSuspectLineExactly) {
         "ddp-check: suspect : slow: x", "ddp-check: suspect node02\x1b[2K: slow: x"}) {
     EXPECT_FALSE(parse_check_suspect(other)) << other;
   }
+}
+
+TEST(WatchTrust, RunTagsAreShortLowercaseHex) {
+  for (const char* good : {"0123abcd", "0123456789abcdef", "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0"})
+    EXPECT_TRUE(ddp::valid_run_tag(good)) << good;
+  for (const char* bad : {"", "0123abc", "0123ABCD", "0123abcg", "0123abc ", "0123abc]",
+                          "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0"})
+    EXPECT_FALSE(ddp::valid_run_tag(bad)) << bad;
+}
+
+// ddp-check's three forms of a suspect line: as before, with this run's tag at the end, and
+// under --auth=none in a form that does not start as a suspect line does.
+TEST(WatchTrust, SuspectLineForms) {
+  const ddp::Suspect s{"node02", ddp::Fault::slow, "best pair 0.19 Gbit/s", ""};
+  EXPECT_EQ(ddp::suspect_line(s), "ddp-check: suspect node02: slow: best pair 0.19 Gbit/s");
+  EXPECT_EQ(ddp::suspect_line(s, {true, "0123456789abcdef"}),
+            "ddp-check: suspect node02: slow: best pair 0.19 Gbit/s [run 0123456789abcdef]");
+  EXPECT_EQ(ddp::suspect_line(s, {false, "0123456789abcdef"}),
+            "ddp-check: unauthenticated, not acted on: suspect node02: slow: best pair 0.19 "
+            "Gbit/s");
+  // A long evidence is cut, so that the tag stays within srun's 1 KiB piece of the line.
+  const std::string tag = "0123456789abcdef";
+  const std::string cut = ddp::suspect_line(
+      {std::string(255, 'n'), ddp::Fault::fabric, std::string(2000, 'e'), ""}, {true, tag});
+  EXPECT_LE(cut.size(), 1023u);
+  auto back = parse_check_suspect(cut, tag);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->evidence, std::string(ddp::k_max_evidence - 3, 'e') + "...");
+  EXPECT_EQ(ddp::without_run_tag("x [run 0123abcd]", "0123abcd"), "x");
+  EXPECT_FALSE(ddp::without_run_tag("x [run 0123abcd] y", "0123abcd"));
+  EXPECT_FALSE(ddp::without_run_tag("x", ""));
+}
+
+// With a run tag, only a line that ends with this run's tag names a node; the tag is not part
+// of the evidence. An echoed line of another run, or an untagged one, is text.
+TEST(WatchTrust, OnlyThisRunsTaggedLineNamesANode) {
+  const std::string tag = "0123456789abcdef";
+  auto s = parse_check_suspect("ddp-check: suspect node03: slow: 1.2 GB/s [run " + tag + "]", tag);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->node, "node03");
+  EXPECT_EQ(s->evidence, "1.2 GB/s");
+  const ddp::Suspect fabric{"gpu-a1", ddp::Fault::fabric, "ib: down", ""};
+  auto back = parse_check_suspect(ddp::suspect_line(fabric, {true, tag}), tag);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->evidence, "ib: down");
+  for (const std::string& other : std::vector<std::string>{
+           "ddp-check: suspect node03: slow: x",                         // no tag
+           "ddp-check: suspect node03: slow: x [run fedcba9876543210]",  // another run's
+           "ddp-check: suspect node03: slow: x [run " + tag + "] ",      // not at the end
+           "ddp-check: suspect node03: slow: x [run " + tag + "]x",
+           "ddp-check: suspect node03: slow:  [run " + tag + "]",  // no evidence but the tag
+           "ddp-check: suspect node03: slow: [run " + tag + "]",
+           "ddp-check: unauthenticated, not acted on: suspect node03: slow: x [run " + tag + "]",
+           ddp::suspect_line(fabric, {false, tag})}) {
+    EXPECT_FALSE(parse_check_suspect(other, tag)) << other;
+  }
+  // The supervisor of a run with a tag: only the tagged line of rank 0 counts.
+  EXPECT_EQ(heal_run(k_check, Stream::out, "0: ddp-check: suspect node03: slow: x\n", 1, tag).nodes,
+            std::vector<std::string>{});
+  EXPECT_EQ(heal_run(k_check, Stream::out,
+                     "0: ddp-check: suspect node03: slow: x [run fedcba9876543210]\n", 1, tag)
+                .nodes,
+            std::vector<std::string>{});
+  EXPECT_EQ(heal_run(k_check, Stream::out,
+                     "0: ddp-check: suspect node03: slow: x [run " + tag + "]\n", 1, tag)
+                .nodes,
+            std::vector<std::string>{"node03"});
+  EXPECT_EQ(
+      heal_run(k_check, Stream::out,
+               "0: ddp-check: unauthenticated, not acted on: suspect node03: slow: x\n", 1, tag)
+          .nodes,
+      std::vector<std::string>{});
 }
 
 // The hostile cases: what the program prints, and the nodes that must come of it (none).
