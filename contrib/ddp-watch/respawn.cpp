@@ -45,6 +45,15 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// "respawn 1 of at most 1: node02 (hardware-signal): EVIDENCE; node[01-03] -> node[01,03-04]".
+std::string moved(const RespawnDone& done, std::size_t number, unsigned max_respawns) {
+  std::vector<std::string> named;
+  for (const Suspect& s : done.named) named.push_back(head(s) + ": " + s.evidence);
+  return "respawn " + std::to_string(number) + " of at most " + std::to_string(max_respawns) +
+         ": " + text::join(named, "; ") + "; " + format_hostlist(done.from) + " -> " +
+         format_hostlist(done.to);
+}
+
 // The earlier suspect whose fault came back on another node, and the new one; "" when none.
 std::string followed(const RespawnState& state, const std::vector<Suspect>& now) {
   for (const Suspect& s : now) {
@@ -133,11 +142,28 @@ RespawnDecision decide_respawn(const RespawnState& state, bool failed,
 }
 
 std::string respawn_line(const RespawnDone& done, std::size_t number, unsigned max_respawns) {
-  std::vector<std::string> named;
-  for (const Suspect& s : done.named) named.push_back(head(s) + ": " + s.evidence);
-  return "respawn " + std::to_string(number) + " of at most " + std::to_string(max_respawns) +
-         ": " + text::join(named, "; ") + "; " + format_hostlist(done.from) + " -> " +
-         format_hostlist(done.to) + " in " + seconds_text(done.seconds);
+  return moved(done, number, max_respawns) + "; the new step started " +
+         seconds_text(done.seconds) + " after the failed one's srun exited" +
+         (done.check == RespawnCheck::passed ? ", its nodes checked in between" : "");
+}
+
+std::string check_failed_line(const RespawnDone& done, std::size_t number, unsigned max_respawns,
+                              const RespawnDecision& next) {
+  std::string then;
+  switch (next.action) {
+    case RespawnAction::respawn:
+      then = "respawning again";
+      break;
+    case RespawnAction::none:
+    case RespawnAction::fall_back:
+      then = "not respawning: " + next.why + "; the heal path takes over";
+      break;
+    case RespawnAction::fail:
+      then = next.why;
+      break;
+  }
+  return moved(done, number, max_respawns) + ": the check of " + format_hostlist(done.to) +
+         " failed, no step started there; " + then;
 }
 
 std::string respawn_summary(const std::vector<RespawnDone>& done) {
@@ -148,7 +174,9 @@ std::string respawn_summary(const std::vector<RespawnDone>& done) {
     for (const Suspect& s : done[i].named) named.push_back(head(s));
     parts.push_back(std::to_string(i + 1) + ": " + text::join(named, ", ") + " " +
                     format_hostlist(done[i].from) + " -> " + format_hostlist(done[i].to) + " " +
-                    seconds_text(done[i].seconds));
+                    (done[i].check == RespawnCheck::failed
+                         ? std::string("check failed, not started")
+                         : "started after " + seconds_text(done[i].seconds)));
   }
   return "respawns: " + text::join(parts, "; ");
 }

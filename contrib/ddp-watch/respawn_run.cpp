@@ -47,20 +47,31 @@ std::vector<std::string> Respawner::next_command() {
   check_due_ = false;
   if (!active_ || pending_.empty()) return command;
   if (!state_.step.empty()) {
-    RespawnDone done{
-        pending_named_, state_.step, pending_,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - ended_).count()};
-    state_.done.push_back(done);
-    say(respawn_line(done, state_.done.size(), max_));
+    state_.done.push_back({pending_named_, state_.step, pending_});
     // The program's notice that it runs again in the same job (it resumes from its checkpoint
     // as after a requeue).
     setenv("DDP_RESPAWN_COUNT", std::to_string(state_.done.size()).c_str(), 1);
     check_due_ = !options_.respawn_check.empty();
+    // With a check, the line waits for its outcome: a failed check starts no step there.
+    if (!check_due_) say_started();
   }
   state_.step = pending_;
   command.insert(command.begin() + 1, "--nodelist=" + format_hostlist(pending_));
   pending_.clear();
   return command;
+}
+
+void Respawner::say_started() {
+  RespawnDone& done = state_.done.back();
+  done.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ended_).count();
+  say(respawn_line(done, state_.done.size(), max_));
+}
+
+void Respawner::check_passed() {
+  if (!check_due_) return;
+  check_due_ = false;
+  state_.done.back().check = RespawnCheck::passed;
+  say_started();
 }
 
 std::vector<std::string> Respawner::check_command() const {
@@ -82,6 +93,12 @@ Respawner::Next Respawner::after(bool failed, const std::vector<Suspect>& suspec
   if (!active_ || state_.step.empty()) return Next::heal;
   ended_ = ended;
   RespawnDecision d = decide_respawn(state_, failed, suspects, max_);
+  const bool check_failed = check_due_ && failed;
+  if (check_failed) {
+    check_due_ = false;
+    state_.done.back().check = RespawnCheck::failed;
+    say(check_failed_line(state_.done.back(), state_.done.size(), max_, d));
+  }
   switch (d.action) {
     case RespawnAction::none:
       return Next::heal;
@@ -91,10 +108,10 @@ Respawner::Next Respawner::after(bool failed, const std::vector<Suspect>& suspec
       return Next::respawn;
     case RespawnAction::fall_back:
       heal_suspects_ = d.named;
-      say("not respawning: " + d.why + "; the heal path takes over");
+      if (!check_failed) say("not respawning: " + d.why + "; the heal path takes over");
       return Next::heal;
     case RespawnAction::fail:
-      say(d.why);
+      if (!check_failed) say(d.why);
       return Next::fail;
   }
   return Next::heal;

@@ -20,7 +20,8 @@ class Respawner {
   // Why the step cannot start (the allocation has no room for the spares); "" when it can.
   const std::string& refusal() const { return refusal_; }
   // The command of the next step: srun with --nodelist=NODES right after it. Prints the line
-  // of a respawn when this step is one, with the time since the failed step ended.
+  // of a respawn when this step is one and no check comes first, with the time since the
+  // failed step's srun exited.
   std::vector<std::string> next_command();
 
   enum class Next {
@@ -34,8 +35,11 @@ class Respawner {
   // The check of the new step's nodes: srun on them, one task per node, under the step's
   // --ddp option, running --respawn-check's words.
   std::vector<std::string> check_command() const;
+  // The check passed: the line of the respawn, whose step starts now.
+  void check_passed();
 
-  // After a step ended: decides, logs why it does not respawn when it does not.
+  // After a step or a respawn's check ended: decides, logs why it does not respawn when it
+  // does not (after a failed check, the respawn's line saying so and what follows).
   // `ended`: when the step's srun exited, from which a respawn's time counts.
   Next after(bool failed, const std::vector<Suspect>& suspects,
              std::chrono::steady_clock::time_point ended);
@@ -45,6 +49,9 @@ class Respawner {
   void summary() const;
 
  private:
+  // Prints the line of the respawn just done, its time taken now.
+  void say_started();
+
   const Options& options_;
   bool active_ = false;
   std::string refusal_;

@@ -330,6 +330,7 @@ int supervise(const Options& options) {
       const int code = checking.run();
       if (checking.respawn()) continue;
       if (code != 0) return code;
+      respawner.check_passed();
     }
     Watch watch(step, respawner);
     const int code = watch.run();

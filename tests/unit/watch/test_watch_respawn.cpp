@@ -101,12 +101,52 @@ TEST(WatchRespawn, TheFaultFollowsTheJob) {
 TEST(WatchRespawn, Lines) {
   RespawnDone done{
       {bus("node02")}, {"node01", "node02", "node03"}, {"node01", "node03", "node04"}, 2.25};
+  // The time is ddp-watch's own part, and the line says so.
   EXPECT_EQ(respawn_line(done, 1, 1),
             "respawn 1 of at most 1: node02 (hardware-signal): task 1 died of SIGBUS (srun: Bus "
-            "error); node[01-03] -> node[01,03-04] in 2.25 s");
+            "error); node[01-03] -> node[01,03-04]; the new step started 2.25 s after the failed "
+            "one's srun exited");
   EXPECT_EQ(respawn_summary({}), "respawns: none");
   EXPECT_EQ(respawn_summary({done}),
-            "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] 2.25 s");
+            "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] started after "
+            "2.25 s");
+  done.check = RespawnCheck::passed;
+  EXPECT_EQ(respawn_line(done, 1, 1),
+            "respawn 1 of at most 1: node02 (hardware-signal): task 1 died of SIGBUS (srun: Bus "
+            "error); node[01-03] -> node[01,03-04]; the new step started 2.25 s after the failed "
+            "one's srun exited, its nodes checked in between");
+}
+
+TEST(WatchRespawn, ARespawnWhoseCheckFailedSaysSoAndWhatFollows) {
+  RespawnDone done{{bus("node02")},
+                   {"node01", "node02", "node03"},
+                   {"node01", "node03", "node04"},
+                   0,
+                   RespawnCheck::failed};
+  const std::string head =
+      "respawn 1 of at most 2: node02 (hardware-signal): task 1 died of SIGBUS (srun: Bus "
+      "error); node[01-03] -> node[01,03-04]: the check of node[01,03-04] failed, no step "
+      "started there; ";
+  RespawnDecision next;
+  next.action = RespawnAction::fall_back;
+  next.why = "no node of the step was named";
+  EXPECT_EQ(check_failed_line(done, 1, 2, next),
+            head + "not respawning: no node of the step was named; the heal path takes over");
+  next.action = RespawnAction::respawn;
+  EXPECT_EQ(check_failed_line(done, 1, 2, next), head + "respawning again");
+  next.action = RespawnAction::fail;
+  next.why = "the fault follows the job: x";
+  EXPECT_EQ(check_failed_line(done, 1, 2, next), head + "the fault follows the job: x");
+  // The summary does not claim the job moved there.
+  RespawnDone second{{{"node04", ddp::Fault::unreachable, "no answer", ""}},
+                     {"node01", "node03", "node04"},
+                     {"node01", "node03", "node05"},
+                     3.5,
+                     RespawnCheck::passed};
+  EXPECT_EQ(respawn_summary({done, second}),
+            "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] check failed, "
+            "not started; 2: node04 (unreachable) node[01,03-04] -> node[01,03,05] started after "
+            "3.50 s");
 }
 
 TEST(WatchRespawn, OptionsRefuseWhatCannotWork) {

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# ddp-watch --spares outside Slurm, on real processes (about 5 s): srun, scontrol and squeue are
+# stand-ins on PATH. The fake srun logs its words; a training step fails as $FAKE_STEPS says
+# (one word per step: a node whose rank dies of SIGBUS, or "ok"), the --respawn-check's
+# ddp-check exits $FAKE_CHECK. What is checked is the order and the truth of the lines: a
+# respawn is said once its step starts, and a failed check says so and what follows.
+# Usage: respawn.sh DDP_WATCH
+set -euo pipefail
+watch=${1:?usage: respawn.sh DDP_WATCH}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+mkdir bin
+cat >bin/srun <<'SH'
+#!/bin/bash
+echo "srun $*" >>"$FAKE_LOG"
+case " $* " in
+  *" ddp-check "*) exit "${FAKE_CHECK:-0}" ;;
+esac
+n=$(cat steps 2>/dev/null || echo 0)
+echo $((n + 1)) >steps
+read -r -a plan <<<"$FAKE_STEPS"
+what=${plan[$n]:-ok}
+[[ $what == ok ]] && exit 0
+echo "srun: error: $what: task 1: Bus error" >&2
+exit 1
+SH
+cat >bin/scontrol <<'SH'
+#!/bin/sh
+echo "scontrol $*" >>"$FAKE_LOG"
+case "$1 $2" in
+  "show partition") echo "PartitionName=$4 TotalNodes=8" ;;
+  "show job") echo "JobId=$4 ExcNodeList=(null)" ;;
+esac
+exit 0
+SH
+printf '#!/bin/sh\nexit 0\n' >bin/squeue
+chmod +x bin/*
+export PATH=$work/bin:$PATH FAKE_LOG=$work/log SLURM_JOB_ID=42
+export SLURM_JOB_NODELIST='node[01-04]' SLURM_JOB_PARTITION=debug SLURM_RESTART_COUNT=0
+unset SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_LABELIO
+
+cases=0
+# run NAME ARGS...: ddp-watch --heal rec --spares 1 ARGS -- srun --ddp python3 t.py, at most
+# 20 s; its stderr is in err, the fake programs' calls in log.
+run() {
+  local name=$1
+  shift
+  rm -f steps log
+  : >log
+  status=0
+  timeout 20 "$watch" --timeout 30s --heal rec --spares 1 "$@" -- srun --ddp python3 t.py \
+    >out 2>err || status=$?
+  ((status != 124)) || fail "$name: ddp-watch blocked for 20 s: $(cat err)"
+  cases=$((cases + 1))
+}
+# A respawn without a check: its line, then the end of the job.
+FAKE_STEPS='node02 ok' run "a respawn"
+((status == 0)) || fail "a respawn: status $status: $(cat err)"
+grep -qE '^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): .*; node\[01-03\] -> node\[01,03-04\]; the new step started [0-9.]+ s after the failed one.s srun exited$' err ||
+  fail "a respawn: $(cat err)"
+grep -qE '^ddp-watch: respawn: respawns: 1: node02 \(hardware-signal\) node\[01-03\] -> node\[01,03-04\] started after [0-9.]+ s$' err ||
+  fail "a respawn: summary: $(cat err)"
+
+# The check of the new nodes passes: the respawn is said after it, before the new step.
+FAKE_STEPS='node02 ok' FAKE_CHECK=0 run "a checked respawn" --respawn-check "ddp-check --timeout=5"
+((status == 0)) || fail "a checked respawn: status $status: $(cat err)"
+grep -qE 'respawn 1 of at most 1: .*; the new step started [0-9.]+ s after the failed one.s srun exited, its nodes checked in between$' err ||
+  fail "a checked respawn: $(cat err)"
+grep -q 'nodelist=node\[01,03-04\] .*ddp-check' log || fail "a checked respawn: no check: $(cat log)"
+
+# The check fails naming no node: no step starts on those nodes, the line says so and that the
+# heal path takes over, and the summary does not claim the job moved there.
+FAKE_STEPS='node02 ok' FAKE_CHECK=1 run "a failed check" --respawn-check "ddp-check --timeout=5"
+((status != 0)) || fail "a failed check: status 0: $(cat err)"
+grep -q 'the new step started' err && fail "a failed check: said started: $(cat err)"
+grep -qE '^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): .*; node\[01-03\] -> node\[01,03-04\]: the check of node\[01,03-04\] failed, no step started there; not respawning: no node of the step was named; the heal path takes over$' err ||
+  fail "a failed check: $(cat err)"
+grep -qE '^ddp-watch: respawn: respawns: 1: node02 \(hardware-signal\) node\[01-03\] -> node\[01,03-04\] check failed, not started$' err ||
+  fail "a failed check: summary: $(cat err)"
+(($(grep -c 'python3 t.py' log) == 1)) || fail "a failed check: a step started there: $(cat log)"
+
+echo "local respawn: $cases cases passed"
