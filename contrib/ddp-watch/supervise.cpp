@@ -277,7 +277,11 @@ int Watch::finish(const Outcome& o) {
     respawn_ = next == Respawner::Next::respawn;
     if (respawn_) return o.code;
     if (check_ && !o.heal_failed) return o.code;  // the nodes passed: the step starts
-    if (next == Respawner::Next::heal) heal_after(o_, o.heal_failed, respawner_.heal_suspects());
+    if (next == Respawner::Next::heal) {
+      heal_after(o_, o.heal_failed, respawner_.heal_suspects());
+    } else {
+      heal_end(o_);  // the fault follows the job: it ends here, as heal's own end does
+    }
     respawner_.summary();
   }
   return o.code;

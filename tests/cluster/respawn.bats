@@ -208,6 +208,9 @@ EOF2
   grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): .*; node\[01-03\] -> node\[01,03-04\]; the new step started [0-9.]+ s after the failed one's srun exited, its nodes checked in between$" "$work/job.out"
   grep -qx "ddp-watch: respawn: the fault follows the job: hardware-signal on node03 as on node02 before the respawn; it is the program's or its input's, not a node's: not respawning, not requeueing" "$work/job.out"
   [ "$(grep -c "requeueing:" "$work/job.out")" -eq 0 ]
+  # The job ends here as any failure heal gives up on: the closing line, and no record left.
+  grep -qx "ddp-watch: heal: excluded across runs: none" "$work/job.out"
+  [ ! -e "$work/.ddp-heal.$job" ]
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
 }
 

@@ -3,7 +3,8 @@
 # stand-ins on PATH. The fake srun logs its words; a training step fails as $FAKE_STEPS says
 # (one word per step: a node whose rank dies of SIGBUS, or "ok"), the --respawn-check's
 # ddp-check exits $FAKE_CHECK. What is checked is the order and the truth of the lines: a
-# respawn is said once its step starts, and a failed check says so and what follows.
+# respawn is said once its step starts, a failed check says so and what follows, and every
+# way the job ends closes the heal record with its summary.
 # Usage: respawn.sh DDP_WATCH
 set -euo pipefail
 watch=${1:?usage: respawn.sh DDP_WATCH}
@@ -55,6 +56,9 @@ run() {
   ((status != 124)) || fail "$name: ddp-watch blocked for 20 s: $(cat err)"
   cases=$((cases + 1))
 }
+# lines: ddp-watch's own lines of err.
+lines() { grep -E '^ddp-watch: (respawn|heal): ' err; }
+
 # A respawn without a check: its line, then the end of the job.
 FAKE_STEPS='node02 ok' run "a respawn"
 ((status == 0)) || fail "a respawn: status $status: $(cat err)"
@@ -80,5 +84,24 @@ grep -qE '^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\
 grep -qE '^ddp-watch: respawn: respawns: 1: node02 \(hardware-signal\) node\[01-03\] -> node\[01,03-04\] check failed, not started$' err ||
   fail "a failed check: summary: $(cat err)"
 (($(grep -c 'python3 t.py' log) == 1)) || fail "a failed check: a step started there: $(cat log)"
+
+# The fault follows the job to the spare: the job ends with the heal path's closing line, which
+# names what an earlier run excluded, and the record of this job is removed, as every other end
+# of the job does.
+printf 'job\t42\t0\nunblamed\t0\nexcluded\t0\tnode05\tunreachable\t\tno answer\n' >rec
+chmod 600 rec
+export SLURM_RESTART_COUNT=1
+FAKE_STEPS='node02 node04' run "the fault follows the job"
+((status != 0)) || fail "the fault follows the job: status 0: $(cat err)"
+grep -q 'the fault follows the job: hardware-signal on node04 as on node02 before the respawn' err ||
+  fail "the fault follows the job: $(cat err)"
+grep -qx 'ddp-watch: heal: excluded across runs: node05 (run 0, unreachable)' err ||
+  fail "the fault follows the job: no closing line: $(cat err)"
+[[ ! -e rec ]] || fail "the fault follows the job: the record of an ended job is left"
+grep -q '^scontrol requeue' log && fail "the fault follows the job: requeued: $(cat log)"
+# Its last lines, in order: the heal path's, then the respawns'.
+[[ $(lines | tail -n 2 | head -n 1) == 'ddp-watch: heal: excluded across runs: node05 (run 0, unreachable)' ]] ||
+  fail "the fault follows the job: order: $(cat err)"
+export SLURM_RESTART_COUNT=0
 
 echo "local respawn: $cases cases passed"
