@@ -28,6 +28,10 @@ struct RespawnDone {
   std::vector<std::string> to;
   double seconds = 0;
   RespawnCheck check = RespawnCheck::none;
+  // Before the job's first step (--first-check): `named` are what the check of every node of
+  // the job found, `from` the nodes the first step would have had; `seconds` counts from that
+  // check's end.
+  bool first = false;
 };
 
 // What ddp-watch knows across the steps of one job.
@@ -63,11 +67,21 @@ std::optional<std::vector<std::string>> choose_nodes(const std::vector<std::stri
 std::optional<std::vector<std::string>> first_step_nodes(const std::vector<std::string>& allocation,
                                                          unsigned spares, std::string& why);
 
+// Decides after the check of every node of the job before its first step (--first-check).
+// `failed`: the check failed; `suspects`: the nodes it named (duplicates allowed). The first
+// step avoids the named nodes (a respawn, counted against `max_respawns`) when at most
+// `spares` of the job's nodes are named and a respawn is allowed; otherwise falls back: the
+// heal path excludes and requeues, as after a failed preflight.
+RespawnDecision decide_first_step(const std::vector<std::string>& allocation, unsigned spares,
+                                  bool failed, const std::vector<Suspect>& suspects,
+                                  unsigned max_respawns);
+
 // Decides after a step ended. `failed`: it failed or stalled; `suspects`: the nodes the heal
 // path named (duplicates allowed). Respawns when a node of the step is named, not every node
 // of it, fewer than `max_respawns` respawns are done and the healthy nodes plus unnamed spares
 // make a full step; the fault follows the job (fail) when a named fault, with its signature,
-// is the one an earlier respawn moved away from, now on another node; otherwise falls back.
+// is the one an earlier respawn moved away from, now on another node (not one the check of
+// every node found before the first step); otherwise falls back.
 RespawnDecision decide_respawn(const RespawnState& state, bool failed,
                                const std::vector<Suspect>& suspects, unsigned max_respawns);
 

@@ -37,6 +37,11 @@ class Respawner {
   std::vector<std::string> check_command() const;
   // The check passed: the line of the respawn, whose step starts now.
   void check_passed();
+  // Whether the check runs on every node of the job before the first step (--first-check).
+  bool first_check_due() const { return first_check_due_; }
+  // That check: check_command() on every node of the job. after() then decides on its outcome
+  // which nodes the first step avoids.
+  std::vector<std::string> first_check_command();
 
   // After a step or a respawn's check ended: decides, logs why it does not respawn when it
   // does not (after a failed check, the respawn's line saying so and what follows).
@@ -51,6 +56,10 @@ class Respawner {
  private:
   // Prints the line of the respawn just done, its time taken now.
   void say_started();
+  // The check on `nodes`.
+  std::vector<std::string> check_on(const std::vector<std::string>& nodes) const;
+  // after() for the check of every node before the first step.
+  Next after_first_check(bool failed, const std::vector<Suspect>& suspects);
 
   const Options& options_;
   bool active_ = false;
@@ -62,6 +71,9 @@ class Respawner {
   std::vector<Suspect> pending_named_;
   std::chrono::steady_clock::time_point ended_{};
   bool check_due_ = false;
+  bool first_check_due_ = false;  // --first-check, until first_check_command()
+  bool first_checking_ = false;   // that check runs; its outcome is the next after()'s
+  bool pending_first_ = false;    // the respawn due is the first step's
 };
 
 }  // namespace ddp::watch

@@ -320,6 +320,16 @@ int supervise(const Options& options) {
     announce(respawner.refusal());
     return k_exit_usage;
   }
+  if (respawner.first_check_due()) {
+    // Every node of the job is checked first, under the heal path: the first step avoids the
+    // nodes it names (a respawn), or the heal path excludes them and requeues.
+    Options check = options;
+    check.command = respawner.first_check_command();
+    check.heartbeat.clear();
+    Watch checking(check, respawner, true);
+    const int code = checking.run();
+    if (!checking.respawn() && code != 0) return code;
+  }
   // One Watch per step: a respawn starts the next on other nodes of the job.
   for (;;) {
     Options step = options;

@@ -2,7 +2,8 @@
 # ddp-watch --spares outside Slurm, on real processes (about 5 s): srun, scontrol and squeue are
 # stand-ins on PATH. The fake srun logs its words; a training step fails as $FAKE_STEPS says
 # (one word per step: a node whose rank dies of SIGBUS, or "ok"), the --respawn-check's
-# ddp-check exits $FAKE_CHECK. What is checked is the order and the truth of the lines: a
+# ddp-check exits $FAKE_CHECK, and on every node of the job (--first-check) names the nodes of
+# $FAKE_SUSPECTS as rank 0 does. What is checked is the order and the truth of the lines: a
 # respawn is said once its step starts, a failed check says so and what follows, and every
 # way the job ends closes the heal record with its summary.
 # Usage: respawn.sh DDP_WATCH
@@ -17,8 +18,17 @@ cat >bin/srun <<'SH'
 #!/bin/bash
 echo "srun $*" >>"$FAKE_LOG"
 case " $* " in
-  *" ddp-check "*) exit "${FAKE_CHECK:-0}" ;;
+  *" ddp-check "*)
+    # The check of every node (--first-check): rank 0 names each of $FAKE_SUSPECTS.
+    if [[ " $* " == *" --nodelist=node[01-04] "* && -n ${FAKE_SUSPECTS:-} ]]; then
+      for node in $FAKE_SUSPECTS; do
+        echo "0: ddp-check: suspect $node: unreachable: no hello from $node in 5 s"
+      done
+      exit 1
+    fi
+    exit "${FAKE_CHECK:-0}" ;;
 esac
+echo "respawn count ${DDP_RESPAWN_COUNT:-none}" >>"$FAKE_LOG"
 n=$(cat steps 2>/dev/null || echo 0)
 echo $((n + 1)) >steps
 read -r -a plan <<<"$FAKE_STEPS"
@@ -66,6 +76,9 @@ grep -qE '^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\
   fail "a respawn: $(cat err)"
 grep -qE '^ddp-watch: respawn: respawns: 1: node02 \(hardware-signal\) node\[01-03\] -> node\[01,03-04\] started after [0-9.]+ s$' err ||
   fail "a respawn: summary: $(cat err)"
+grep -q 'ddp-check' log && fail "a respawn: a check without --respawn-check: $(cat log)"
+[[ $(grep '^respawn count' log) == $'respawn count none\nrespawn count 1' ]] ||
+  fail "a respawn: DDP_RESPAWN_COUNT: $(cat log)"
 
 # The check of the new nodes passes: the respawn is said after it, before the new step.
 FAKE_STEPS='node02 ok' FAKE_CHECK=0 run "a checked respawn" --respawn-check "ddp-check --timeout=5"
@@ -103,5 +116,32 @@ grep -q '^scontrol requeue' log && fail "the fault follows the job: requeued: $(
 [[ $(lines | tail -n 2 | head -n 1) == 'ddp-watch: heal: excluded across runs: node05 (run 0, unreachable)' ]] ||
   fail "the fault follows the job: order: $(cat err)"
 export SLURM_RESTART_COUNT=0
+
+# --first-check: the check of every node names node02 before the first step, which avoids it
+# (a respawn, said with the check's evidence once the chosen nodes passed their own check):
+# no requeue, no exclusion, and the program's first start is not told it is a respawn.
+FAKE_STEPS='ok' FAKE_SUSPECTS='node02' run "the first check names a node" \
+  --respawn-check "ddp-check --timeout=5" --first-check
+((status == 0)) || fail "the first check names a node: status $status: $(cat err)"
+grep -qE '^ddp-watch: respawn: respawn 1 of at most 1 before the first step: node02 \(unreachable\): no hello from node02 in 5 s; node\[01-03\] -> node\[01,03-04\]; the first step started [0-9.]+ s after the check of every node ended, its nodes checked in between$' err ||
+  fail "the first check names a node: $(cat err)"
+grep -qE '^ddp-watch: respawn: respawns: 1 \(before the first step\): node02 \(unreachable\) node\[01-03\] -> node\[01,03-04\] started after [0-9.]+ s$' err ||
+  fail "the first check names a node: summary: $(cat err)"
+[[ $(grep -c -- '--nodelist=node\[01,03-04\] --ddp python3 t.py' log) == 1 ]] ||
+  fail "the first check names a node: the step's nodes: $(cat log)"
+grep -q -- '--nodelist=node\[01,03-04\] .*ddp-check' log ||
+  fail "the first check names a node: the chosen nodes not checked: $(cat log)"
+grep -q '^scontrol requeue' log && fail "the first check names a node: requeued: $(cat log)"
+grep -qx 'respawn count none' log || fail "the first check names a node: $(cat log)"
+# More nodes named than spares: the heal path excludes them and requeues, as after a preflight,
+# and no step starts.
+FAKE_STEPS='ok' FAKE_SUSPECTS='node02 node03' run "the first check names too many" \
+  --respawn-check "ddp-check --timeout=5" --first-check
+grep -qx "ddp-watch: respawn: not avoiding the named nodes before the first step: the check named 2 nodes, more than the 1 spare(s); the heal path takes over" err ||
+  fail "the first check names too many: $(cat err)"
+grep -qx 'scontrol update JobId=42 ExcNodeList=node02,node03' log ||
+  fail "the first check names too many: not excluded: $(cat log)"
+grep -q 'python3 t.py' log && fail "the first check names too many: a step started: $(cat log)"
+rm -f rec
 
 echo "local respawn: $cases cases passed"

@@ -193,3 +193,90 @@ TEST(WatchRespawn, TheCheckOfANewStepRunsUnderTheStepsDdpOption) {
   EXPECT_EQ(o.error().message,
             "ddp-watch: --respawn-check needs --spares (it checks the nodes of a new step)");
 }
+
+namespace {
+
+Suspect unreachable(const std::string& node) {
+  return {node, ddp::Fault::unreachable, "no hello from " + node + " in 5 s", ""};
+}
+
+}  // namespace
+
+TEST(WatchRespawn, TheFirstStepAvoidsWhatTheCheckOfEveryNodeNamed) {
+  // Passed: nothing to decide, the first step keeps the first nodes.
+  EXPECT_EQ(decide_first_step(k_alloc, 1, false, {}, 1).action, RespawnAction::none);
+  // One node named, one spare: the first step takes the spare, the named node's evidence kept.
+  RespawnDecision d =
+      decide_first_step(k_alloc, 1, true, {unreachable("node02"), unreachable("node02")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node01", "node03", "node04"}));
+  ASSERT_EQ(d.named.size(), 1u);
+  EXPECT_EQ(d.named[0].evidence, "no hello from node02 in 5 s");
+  // The spare itself named: the first nodes, which passed.
+  d = decide_first_step(k_alloc, 1, true, {unreachable("node04")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node01", "node02", "node03"}));
+  // Two spares, two named.
+  d = decide_first_step(k_alloc, 2, true, {unreachable("node01"), unreachable("node03")}, 2);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node02", "node04"}));
+}
+
+TEST(WatchRespawn, TheCheckOfEveryNodeFallsBackToTheHealPath) {
+  RespawnDecision d = decide_first_step(k_alloc, 1, true, {}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "the check of every node named none");
+  d = decide_first_step(k_alloc, 1, true, {unreachable("node02"), unreachable("node03")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "the check named 2 nodes, more than the 1 spare(s)");
+  ASSERT_EQ(d.named.size(), 2u);  // every node named, for the heal path
+  d = decide_first_step(k_alloc, 1, true, {unreachable("node02")}, 0);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "no respawn allowed (heal.max_respawns: 0)");
+  // A node that is not the job's is not acted on.
+  d = decide_first_step(k_alloc, 1, true, {unreachable("node09")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "the check of every node named none");
+}
+
+TEST(WatchRespawn, TheFirstStepsAvoidanceCountsButIsNoFaultThatFollows) {
+  RespawnState s = {k_alloc, {"node01", "node03", "node04"}, {}};
+  RespawnDone first{{unreachable("node02")}, {"node01", "node02", "node03"}, s.step, 0.5};
+  first.first = true;
+  s.done.push_back(first);
+  // The cap counts it.
+  RespawnDecision d = decide_respawn(s, true, {bus("node03")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "respawned 1 time(s), the cap (heal.max_respawns: 1)");
+  // Another node unreachable later is that node's fault, not the check's finding following.
+  s.allocation.push_back("node05");
+  d = decide_respawn(s, true, {unreachable("node04")}, 2);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node01", "node03", "node05"}));
+  // Its lines say it came before the first step, and what its time counts from.
+  first.check = RespawnCheck::passed;
+  EXPECT_EQ(respawn_line(first, 1, 1),
+            "respawn 1 of at most 1 before the first step: node02 (unreachable): no hello from "
+            "node02 in 5 s; node[01-03] -> node[01,03-04]; the first step started 0.50 s after "
+            "the check of every node ended, its nodes checked in between");
+  EXPECT_EQ(respawn_summary({first}),
+            "respawns: 1 (before the first step): node02 (unreachable) node[01-03] -> "
+            "node[01,03-04] started after 0.50 s");
+}
+
+TEST(WatchRespawn, TheFirstCheckNeedsTheCheck) {
+  auto o = parse_options({"--timeout=60", "--heal=r", "--spares=1", "--first-check", "--", "srun",
+                          "--ddp", "python3"});
+  ASSERT_FALSE(o);
+  EXPECT_EQ(o.error().message,
+            "ddp-watch: --first-check needs --respawn-check (the check it runs on every node)");
+  o = parse_options({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check",
+                     "--first-check", "--", "srun", "--ddp", "python3"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_TRUE(o->first_check);
+  // Harmless when not given.
+  o = parse_options({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check", "--",
+                     "srun", "--ddp", "python3"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_FALSE(o->first_check);
+}
