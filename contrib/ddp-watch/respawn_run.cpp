@@ -111,7 +111,9 @@ Respawner::Next Respawner::after(bool failed, const std::vector<Suspect>& suspec
     return after_first_check(failed, suspects);
   }
   if (!active_ || state_.step.empty()) return Next::heal;
-  ended_ = ended;
+  // A respawn's failed check ends no step: the next respawn's time still counts from the
+  // failed step's srun exit.
+  if (!check_due_) ended_ = ended;
   RespawnDecision d = decide_respawn(state_, failed, suspects, max_);
   const bool check_failed = check_due_ && failed;
   if (check_failed) {

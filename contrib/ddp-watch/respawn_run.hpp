@@ -45,7 +45,8 @@ class Respawner {
 
   // After a step or a respawn's check ended: decides, logs why it does not respawn when it
   // does not (after a failed check, the respawn's line saying so and what follows).
-  // `ended`: when the step's srun exited, from which a respawn's time counts.
+  // `ended`: when the step's srun exited, from which a respawn's time counts (a respawn's
+  // check is no step: after it, the time still counts from the step before).
   Next after(bool failed, const std::vector<Suspect>& suspects,
              std::chrono::steady_clock::time_point ended);
   // The suspects for the heal path: every node named in this job's steps.

@@ -26,6 +26,12 @@ case " $* " in
       done
       exit 1
     fi
+    # A respawn's check that names $FAKE_CHECK_NAMES, after a second.
+    if [[ -n ${FAKE_CHECK_NAMES:-} && " $* " == *" --nodelist=node[01,03-04] "* ]]; then
+      sleep 1
+      echo "0: ddp-check: suspect $FAKE_CHECK_NAMES: unreachable: no hello in 5 s"
+      exit 1
+    fi
     exit "${FAKE_CHECK:-0}" ;;
 esac
 echo "respawn count ${DDP_RESPAWN_COUNT:-none}" >>"$FAKE_LOG"
@@ -53,7 +59,7 @@ export SLURM_JOB_NODELIST='node[01-04]' SLURM_JOB_PARTITION=debug SLURM_RESTART_
 unset SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_LABELIO
 
 cases=0
-# run NAME ARGS...: ddp-watch --heal rec --spares 1 ARGS -- srun --ddp python3 t.py, at most
+# run NAME ARGS...: ddp-watch --heal rec --spares ${SPARES:-1} ARGS -- srun --ddp python3 t.py, at most
 # 20 s; its stderr is in err, the fake programs' calls in log.
 run() {
   local name=$1
@@ -61,7 +67,7 @@ run() {
   rm -f steps log
   : >log
   status=0
-  timeout 20 "$watch" --timeout 30s --heal rec --spares 1 "$@" -- srun --ddp python3 t.py \
+  timeout 20 "$watch" --timeout 30s --heal rec --spares "${SPARES:-1}" "$@" -- srun --ddp python3 t.py \
     >out 2>err || status=$?
   ((status != 124)) || fail "$name: ddp-watch blocked for 20 s: $(cat err)"
   cases=$((cases + 1))
@@ -97,6 +103,18 @@ grep -qE '^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\
 grep -qE '^ddp-watch: respawn: respawns: 1: node02 \(hardware-signal\) node\[01-03\] -> node\[01,03-04\] check failed, not started$' err ||
   fail "a failed check: summary: $(cat err)"
 (($(grep -c 'python3 t.py' log) == 1)) || fail "a failed check: a step started there: $(cat log)"
+
+# The check names a spare: the respawn's line says so, another respawn follows, and its time
+# still counts from the failed step's srun exit, the failed check's second included.
+rm -f rec
+SLURM_JOB_NODELIST='node[01-05]' SPARES=2 FAKE_STEPS='node02 ok' FAKE_CHECK_NAMES=node04 \
+  run "a check that names a spare" --respawn-check "ddp-check --timeout=5"
+((status == 0)) || fail "a check that names a spare: status $status: $(cat err)"
+grep -qE '^ddp-watch: respawn: respawn 1 of at most 2: .*; node\[01-03\] -> node\[01,03-04\]: the check of node\[01,03-04\] failed, no step started there; respawning again$' err ||
+  fail "a check that names a spare: $(cat err)"
+seconds=$(sed -nE "s/^ddp-watch: respawn: respawn 2 of at most 2: node04 \(unreachable\): no hello in 5 s; node\[01,03-04\] -> node\[01,03,05\]; the new step started ([0-9]+)\.[0-9]+ s after the failed one's srun exited, its nodes checked in between$/\1/p" err)
+[[ -n $seconds ]] || fail "a check that names a spare: no second respawn: $(cat err)"
+((seconds >= 1)) || fail "a check that names a spare: the time left out the failed check: $(cat err)"
 
 # The fault follows the job to the spare: the job ends with the heal path's closing line, which
 # names what an earlier run excluded, and the record of this job is removed, as every other end
