@@ -167,21 +167,41 @@ bool requeue_without(const std::string& job, const std::vector<std::string>& exc
   return true;
 }
 
+// The job to requeue (an array's task alone), "" outside a job.
+std::string this_job() {
+  return requeue_target(env_or("SLURM_JOB_ID", ""), env_or("SLURM_ARRAY_JOB_ID", ""),
+                        env_or("SLURM_ARRAY_TASK_ID", ""));
+}
+
+unsigned this_run() {
+  return text::parse_uint<unsigned>(env_or("SLURM_RESTART_COUNT", "0")).value_or(0);
+}
+
+// The record earlier runs of `job` left; empty, said when there was one, when it is not theirs.
+HealRecord earlier_runs(const std::string& path, const std::string& job, unsigned restarts) {
+  HealRecord record = load_record(path);
+  const std::string stale = stale_record(record, job, restarts);
+  if (!stale.empty() && (!record.excluded.empty() || record.unblamed > 0)) {
+    say(path + ": not this job's record (" + stale + "); starting a new one");
+  }
+  if (!stale.empty()) record = {};
+  return record;
+}
+
+// The job ends here (it passed, or failed for good): nothing is left for a next run, and the
+// last line names every node its runs excluded.
+void end_job(const std::string& path, const HealRecord& record) {
+  remove_record(path);
+  say(excluded_summary(record));
+}
+
 }  // namespace
 
 bool heal_after(const Options& options, bool failed, const std::vector<Suspect>& suspects) {
-  const std::string job =
-      requeue_target(env_or("SLURM_JOB_ID", ""), env_or("SLURM_ARRAY_JOB_ID", ""),
-                     env_or("SLURM_ARRAY_TASK_ID", ""));
+  const std::string job = this_job();
   RunOutcome outcome{failed, suspects, job_nodes(), 0, 0, 0, ""};
-  auto restarts = text::parse_uint<unsigned>(env_or("SLURM_RESTART_COUNT", "0"));
-  outcome.restarts = restarts.value_or(0);
-  HealRecord record = load_record(options.heal);
-  const std::string stale = stale_record(record, job, outcome.restarts);
-  if (!stale.empty() && (!record.excluded.empty() || record.unblamed > 0)) {
-    say(options.heal + ": not this job's record (" + stale + "); starting a new one");
-  }
-  if (!stale.empty()) record = {};
+  outcome.restarts = this_run();
+  HealRecord record = earlier_runs(options.heal, job, outcome.restarts);
   if (failed && job.empty()) outcome.partition_unknown = "not inside a Slurm job";
   if (failed && !job.empty()) {
     const PartitionSize size = job_partition_size();
@@ -208,18 +228,21 @@ bool heal_after(const Options& options, bool failed, const std::vector<Suspect>&
     save_record(options.heal, d.record);
     requeued = requeue_without(job, d.exclude);
   }
-  // The job ends (it passed, or failed for good): nothing is left for a next run.
-  if (!requeued && d.action != HealAction::requeue) remove_record(options.heal);
-  say(excluded_summary(d.record));
+  if (!requeued && d.action != HealAction::requeue) {
+    end_job(options.heal, d.record);
+  } else {
+    say(excluded_summary(d.record));
+  }
   return requeued;
 }
 
+void heal_end(const Options& options) {
+  end_job(options.heal, earlier_runs(options.heal, this_job(), this_run()));
+}
+
 int heal_requeue(const std::string& path) {
-  const std::string job =
-      requeue_target(env_or("SLURM_JOB_ID", ""), env_or("SLURM_ARRAY_JOB_ID", ""),
-                     env_or("SLURM_ARRAY_TASK_ID", ""));
-  const unsigned restarts =
-      text::parse_uint<unsigned>(env_or("SLURM_RESTART_COUNT", "0")).value_or(0);
+  const std::string job = this_job();
+  const unsigned restarts = this_run();
   HealRecord record = load_record(path);
   // Only a requeue this very run kept: one an earlier run or job left is not carried out.
   if (!record.requeue || job.empty() || record.job != job || record.written != restarts) return 0;

@@ -15,6 +15,10 @@ namespace ddp::watch {
 // With --heal-defer, a requeue is kept in the record instead (and counts as done here).
 bool heal_after(const Options& options, bool failed, const std::vector<Suspect>& suspects);
 
+// The job ends without a heal decision (respawn.hpp found the fault follows the job): logs
+// the nodes excluded across runs and removes the record, as heal_after does when the job ends.
+void heal_end(const Options& options);
+
 // ddp-watch --heal-requeue FILE: carries out the requeue that --heal-defer kept in FILE during
 // this run of the job; 0 when there was none or it was done, 1 when it failed.
 int heal_requeue(const std::string& path);

@@ -109,6 +109,10 @@ constexpr Row k_table[] = {
       .help = "with --spares: before a new step, run this check (words split at spaces,\n"
               "e.g. \"ddp-check --timeout=60\") on its nodes through srun --ddp"},
      [](Options& o, const Value& v) { o.respawn_check = split_words(v.text); }},
+    {{.name = "--first-check",
+      .help = "with --respawn-check: run the check on every node of the job before the\n"
+              "first step too; the first step avoids up to K nodes it names, no requeue"},
+     [](Options& o, const Value&) { o.first_check = true; }},
     {{.name = "--launchers",
       .help = "the command's tasks are per-node launchers (torchrun or one like it,\n"
               "whatever its name): ranks are told by the workers' own RANK, never by\n"
@@ -159,6 +163,9 @@ std::optional<std::string> respawn_refusal(const Options& o) {
   }
   if (o.spares == 0 && !o.respawn_check.empty()) {
     return "ddp-watch: --respawn-check needs --spares (it checks the nodes of a new step)";
+  }
+  if (o.first_check && o.respawn_check.empty()) {
+    return "ddp-watch: --first-check needs --respawn-check (the check it runs on every node)";
   }
   if (o.spares == 0) return std::nullopt;
   if (!o.respawn_check.empty() && ddp_option(o.command).empty()) {

@@ -31,6 +31,7 @@ struct Options {
   long spares = 0;           // --spares K: K nodes of the job wait; a named node is replaced
   long respawn_max = -1;     // --respawn-max M: respawns with --spares; -1 = the spares
   std::vector<std::string> respawn_check;  // --respawn-check "WORDS": the check before a respawn
+  bool first_check = false;  // --first-check: the check on every node before the first step too
   bool launchers = false;    // --launchers: the tasks are per-node launchers, whatever their name
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one

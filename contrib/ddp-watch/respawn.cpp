@@ -45,10 +45,22 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// "respawn 1 of at most 1: node02 (hardware-signal): EVIDENCE; node[01-03] -> node[01,03-04]".
+std::string moved(const RespawnDone& done, std::size_t number, unsigned max_respawns) {
+  std::vector<std::string> named;
+  for (const Suspect& s : done.named) named.push_back(head(s) + ": " + s.evidence);
+  return "respawn " + std::to_string(number) + " of at most " + std::to_string(max_respawns) +
+         (done.first ? " before the first step" : "") + ": " + text::join(named, "; ") + "; " +
+         format_hostlist(done.from) + " -> " + format_hostlist(done.to);
+}
+
 // The earlier suspect whose fault came back on another node, and the new one; "" when none.
 std::string followed(const RespawnState& state, const std::vector<Suspect>& now) {
   for (const Suspect& s : now) {
     for (const RespawnDone& d : state.done) {
+      // What the check of every node found before the first step is a node's, found by the
+      // check, not the program: another node's fault of that kind is not this one following.
+      if (d.first) continue;
       for (const Suspect& e : d.named) {
         if (e.node == s.node || e.fault != s.fault || e.signature != s.signature) continue;
         return std::string(fault_name(s.fault)) +
@@ -82,6 +94,38 @@ std::optional<std::vector<std::string>> first_step_nodes(const std::vector<std::
     return std::nullopt;
   }
   return choose_nodes(allocation, allocation.size() - spares, {});
+}
+
+RespawnDecision decide_first_step(const std::vector<std::string>& allocation, unsigned spares,
+                                  bool failed, const std::vector<Suspect>& suspects,
+                                  unsigned max_respawns) {
+  RespawnDecision d;
+  if (!failed) return d;
+  d.named = on_step(allocation, suspects);
+  d.action = RespawnAction::fall_back;
+  if (d.named.empty()) {
+    d.why = "the check of every node named none";
+    return d;
+  }
+  if (d.named.size() > spares) {
+    d.why = "the check named " + text::plural(d.named.size(), "node") + ", more than the " +
+            std::to_string(spares) + " spare(s)";
+    return d;
+  }
+  if (max_respawns == 0) {
+    d.why = "no respawn allowed (heal.max_respawns: 0)";
+    return d;
+  }
+  std::vector<std::string> avoid;
+  for (const Suspect& s : d.named) avoid.push_back(s.node);
+  auto nodes = choose_nodes(allocation, allocation.size() - spares, avoid);
+  if (!nodes) {  // not reached: at most `spares` nodes are avoided
+    d.why = "no spare node left";
+    return d;
+  }
+  d.action = RespawnAction::respawn;
+  d.nodes = std::move(*nodes);
+  return d;
 }
 
 RespawnDecision decide_respawn(const RespawnState& state, bool failed,
@@ -133,11 +177,31 @@ RespawnDecision decide_respawn(const RespawnState& state, bool failed,
 }
 
 std::string respawn_line(const RespawnDone& done, std::size_t number, unsigned max_respawns) {
-  std::vector<std::string> named;
-  for (const Suspect& s : done.named) named.push_back(head(s) + ": " + s.evidence);
-  return "respawn " + std::to_string(number) + " of at most " + std::to_string(max_respawns) +
-         ": " + text::join(named, "; ") + "; " + format_hostlist(done.from) + " -> " +
-         format_hostlist(done.to) + " in " + seconds_text(done.seconds);
+  return moved(done, number, max_respawns) +
+         (done.first ? "; the first step started " + seconds_text(done.seconds) +
+                           " after the check of every node ended"
+                     : "; the new step started " + seconds_text(done.seconds) +
+                           " after the failed one's srun exited") +
+         (done.check == RespawnCheck::passed ? ", its nodes checked in between" : "");
+}
+
+std::string check_failed_line(const RespawnDone& done, std::size_t number, unsigned max_respawns,
+                              const RespawnDecision& next) {
+  std::string then;
+  switch (next.action) {
+    case RespawnAction::respawn:
+      then = "respawning again";
+      break;
+    case RespawnAction::none:
+    case RespawnAction::fall_back:
+      then = "not respawning: " + next.why + "; the heal path takes over";
+      break;
+    case RespawnAction::fail:
+      then = next.why;
+      break;
+  }
+  return moved(done, number, max_respawns) + ": the check of " + format_hostlist(done.to) +
+         " failed, no step started there; " + then;
 }
 
 std::string respawn_summary(const std::vector<RespawnDone>& done) {
@@ -146,9 +210,12 @@ std::string respawn_summary(const std::vector<RespawnDone>& done) {
   for (std::size_t i = 0; i < done.size(); ++i) {
     std::vector<std::string> named;
     for (const Suspect& s : done[i].named) named.push_back(head(s));
-    parts.push_back(std::to_string(i + 1) + ": " + text::join(named, ", ") + " " +
-                    format_hostlist(done[i].from) + " -> " + format_hostlist(done[i].to) + " " +
-                    seconds_text(done[i].seconds));
+    parts.push_back(std::to_string(i + 1) + (done[i].first ? " (before the first step)" : "") +
+                    ": " + text::join(named, ", ") + " " + format_hostlist(done[i].from) + " -> " +
+                    format_hostlist(done[i].to) + " " +
+                    (done[i].check == RespawnCheck::failed
+                         ? std::string("check failed, not started")
+                         : "started after " + seconds_text(done[i].seconds)));
   }
   return "respawns: " + text::join(parts, "; ");
 }

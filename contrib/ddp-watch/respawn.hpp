@@ -15,12 +15,23 @@ namespace ddp::watch {
 
 using ddp::Suspect;
 
-// One respawn done: what was named, the nodes before and after, how long it took.
+// Whether the nodes of a respawn were checked before its step (--respawn-check), and how
+// that went: a respawn whose check failed started no step on them.
+enum class RespawnCheck { none, passed, failed };
+
+// One respawn: what was named, the nodes before and after, the check of the new nodes, and
+// ddp-watch's own part of the time: from the failed step's srun exit to the new step's srun
+// start (a check in between included; the new step's own start-up not).
 struct RespawnDone {
   std::vector<Suspect> named;
   std::vector<std::string> from;
   std::vector<std::string> to;
   double seconds = 0;
+  RespawnCheck check = RespawnCheck::none;
+  // Before the job's first step (--first-check): `named` are what the check of every node of
+  // the job found, `from` the nodes the first step would have had; `seconds` counts from that
+  // check's end.
+  bool first = false;
 };
 
 // What ddp-watch knows across the steps of one job.
@@ -56,20 +67,38 @@ std::optional<std::vector<std::string>> choose_nodes(const std::vector<std::stri
 std::optional<std::vector<std::string>> first_step_nodes(const std::vector<std::string>& allocation,
                                                          unsigned spares, std::string& why);
 
+// Decides after the check of every node of the job before its first step (--first-check).
+// `failed`: the check failed; `suspects`: the nodes it named (duplicates allowed). The first
+// step avoids the named nodes (a respawn, counted against `max_respawns`) when at most
+// `spares` of the job's nodes are named and a respawn is allowed; otherwise falls back: the
+// heal path excludes and requeues, as after a failed preflight.
+RespawnDecision decide_first_step(const std::vector<std::string>& allocation, unsigned spares,
+                                  bool failed, const std::vector<Suspect>& suspects,
+                                  unsigned max_respawns);
+
 // Decides after a step ended. `failed`: it failed or stalled; `suspects`: the nodes the heal
 // path named (duplicates allowed). Respawns when a node of the step is named, not every node
 // of it, fewer than `max_respawns` respawns are done and the healthy nodes plus unnamed spares
 // make a full step; the fault follows the job (fail) when a named fault, with its signature,
-// is the one an earlier respawn moved away from, now on another node; otherwise falls back.
+// is the one an earlier respawn moved away from, now on another node (not one the check of
+// every node found before the first step); otherwise falls back.
 RespawnDecision decide_respawn(const RespawnState& state, bool failed,
                                const std::vector<Suspect>& suspects, unsigned max_respawns);
 
-// "respawn 1 of at most 1: node02 (hardware-signal): EVIDENCE; node[01-03] -> node[01,03-04]
-// in 2.3 s": the line of one respawn.
+// The line of a respawn whose step starts: "respawn 1 of at most 1: node02
+// (hardware-signal): EVIDENCE; node[01-03] -> node[01,03-04]; the new step started 2.30 s
+// after the failed one's srun exited" (", its nodes checked in between" after a check).
 std::string respawn_line(const RespawnDone& done, std::size_t number, unsigned max_respawns);
 
+// The line of a respawn whose check failed: no step started on its nodes, and `next` (decided
+// on the check's own outcome) says what ddp-watch does instead: another respawn, the heal
+// path, or the end of the job.
+std::string check_failed_line(const RespawnDone& done, std::size_t number, unsigned max_respawns,
+                              const RespawnDecision& next);
+
 // The closing line: "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04]
-// 2.3 s" or "respawns: none".
+// started after 2.30 s", "... -> node[01,03-04] check failed, not started", or "respawns:
+// none".
 std::string respawn_summary(const std::vector<RespawnDone>& done);
 
 }  // namespace ddp::watch

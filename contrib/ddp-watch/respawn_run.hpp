@@ -20,7 +20,8 @@ class Respawner {
   // Why the step cannot start (the allocation has no room for the spares); "" when it can.
   const std::string& refusal() const { return refusal_; }
   // The command of the next step: srun with --nodelist=NODES right after it. Prints the line
-  // of a respawn when this step is one, with the time since the failed step ended.
+  // of a respawn when this step is one and no check comes first, with the time since the
+  // failed step's srun exited.
   std::vector<std::string> next_command();
 
   enum class Next {
@@ -34,9 +35,18 @@ class Respawner {
   // The check of the new step's nodes: srun on them, one task per node, under the step's
   // --ddp option, running --respawn-check's words.
   std::vector<std::string> check_command() const;
+  // The check passed: the line of the respawn, whose step starts now.
+  void check_passed();
+  // Whether the check runs on every node of the job before the first step (--first-check).
+  bool first_check_due() const { return first_check_due_; }
+  // That check: check_command() on every node of the job. after() then decides on its outcome
+  // which nodes the first step avoids.
+  std::vector<std::string> first_check_command();
 
-  // After a step ended: decides, logs why it does not respawn when it does not.
-  // `ended`: when the step's srun exited, from which a respawn's time counts.
+  // After a step or a respawn's check ended: decides, logs why it does not respawn when it
+  // does not (after a failed check, the respawn's line saying so and what follows).
+  // `ended`: when the step's srun exited, from which a respawn's time counts (a respawn's
+  // check is no step: after it, the time still counts from the step before).
   Next after(bool failed, const std::vector<Suspect>& suspects,
              std::chrono::steady_clock::time_point ended);
   // The suspects for the heal path: every node named in this job's steps.
@@ -45,6 +55,13 @@ class Respawner {
   void summary() const;
 
  private:
+  // Prints the line of the respawn just done, its time taken now.
+  void say_started();
+  // The check on `nodes`.
+  std::vector<std::string> check_on(const std::vector<std::string>& nodes) const;
+  // after() for the check of every node before the first step.
+  Next after_first_check(bool failed, const std::vector<Suspect>& suspects);
+
   const Options& options_;
   bool active_ = false;
   std::string refusal_;
@@ -55,6 +72,9 @@ class Respawner {
   std::vector<Suspect> pending_named_;
   std::chrono::steady_clock::time_point ended_{};
   bool check_due_ = false;
+  bool first_check_due_ = false;  // --first-check, until first_check_command()
+  bool first_checking_ = false;   // that check runs; its outcome is the next after()'s
+  bool pending_first_ = false;    // the respawn due is the first step's
 };
 
 }  // namespace ddp::watch

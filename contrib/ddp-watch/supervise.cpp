@@ -296,7 +296,11 @@ int Watch::finish(const Outcome& o) {
     respawn_ = next == Respawner::Next::respawn;
     if (respawn_) return o.code;
     if (check_ && !o.heal_failed) return o.code;  // the nodes passed: the step starts
-    if (next == Respawner::Next::heal) heal_after(o_, o.heal_failed, respawner_.heal_suspects());
+    if (next == Respawner::Next::heal) {
+      heal_after(o_, o.heal_failed, respawner_.heal_suspects());
+    } else {
+      heal_end(o_);  // the fault follows the job: it ends here, as heal's own end does
+    }
     respawner_.summary();
   }
   return o.code;
@@ -335,6 +339,16 @@ int supervise(const Options& options) {
     announce(respawner.refusal());
     return k_exit_usage;
   }
+  if (respawner.first_check_due()) {
+    // Every node of the job is checked first, under the heal path: the first step avoids the
+    // nodes it names (a respawn), or the heal path excludes them and requeues.
+    Options check = options;
+    check.command = respawner.first_check_command();
+    check.heartbeat.clear();
+    Watch checking(check, respawner, true);
+    const int code = checking.run();
+    if (!checking.respawn() && code != 0) return code;
+  }
   // One Watch per step: a respawn starts the next on other nodes of the job.
   for (;;) {
     Options step = options;
@@ -349,6 +363,7 @@ int supervise(const Options& options) {
       const int code = checking.run();
       if (checking.respawn()) continue;
       if (code != 0) return code;
+      respawner.check_passed();
     }
     Watch watch(step, respawner);
     const int code = watch.run();

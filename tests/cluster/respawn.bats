@@ -121,7 +121,7 @@ bus_on() {
 
 # respawn_time: the time the respawn line gives ("0.04 s"), for the summary's.
 respawn_time() {
-  sed -nE 's/^ddp-watch: respawn: respawn 1 of .* in ([0-9.]+ s)$/\1/p' "$work/job.out"
+  sed -nE "s/^ddp-watch: respawn: respawn 1 of .*; the new step started ([0-9.]+ s) after the failed one's srun exited.*$/\\1/p" "$work/job.out"
 }
 
 # ended STATE: waits for $job to end, shows its output, checks the final state.
@@ -147,13 +147,13 @@ field() {
   grep -qx "run 0 on node\[01-04\]" "$work/job.out"
   [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
   # The preflight proved all four nodes, the spare included, and again the new step's three,
-  # after the respawn line and before the training resumed.
+  # after the failure and before the respawn line: the line is said once the check passed.
   grep -qE "^ddp-check: OK: 4 ranks on 4 nodes reached " "$work/job.out"
-  sed -n '/^ddp-watch: respawn: respawn 1 /,/^resumed from epoch/p' "$work/job.out" |
+  sed -n '/^ddp-watch: first failure: /,/^ddp-watch: respawn: respawn 1 /p' "$work/job.out" |
     grep -qE "^ddp-check: OK: 3 ranks on 3 nodes reached "
   # One verdict, naming node02; one respawn onto the spare.
   [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
-  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): task 1 died of SIGBUS \(srun: .*\); node\[01-03\] -> node\[01,03-04\] in [0-9]+\.[0-9]+ s$" "$work/job.out"
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): task 1 died of SIGBUS \(srun: .*\); node\[01-03\] -> node\[01,03-04\]; the new step started [0-9]+\.[0-9]+ s after the failed one's srun exited, its nodes checked in between$" "$work/job.out"
   [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
   # Two starts of 3 ranks, the second resumed from the checkpoint, every epoch printed once.
   [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 2 ]
@@ -162,7 +162,7 @@ field() {
     [ "$(grep -c "^epoch $e/6 loss " "$work/job.out")" -eq 1 ]
   done
   grep -qx "weights identical on 3 ranks" "$work/job.out"
-  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] $(respawn_time)" ]
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
   # The same job again, uninterrupted (the same seed): the respawned run's final weights and
   # losses equal it bit for bit.
   mv "$work/ckpt" "$work/ckpt-respawned"
@@ -205,10 +205,13 @@ EOF2
   grep -qx "rank 1 on node02" "$work/job.out"
   grep -qx "rank 1 on node03" "$work/job.out"
   [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
-  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): .*; node\[01-03\] -> node\[01,03-04\] in [0-9.]+ s$" "$work/job.out"
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): .*; node\[01-03\] -> node\[01,03-04\]; the new step started [0-9.]+ s after the failed one's srun exited, its nodes checked in between$" "$work/job.out"
   grep -qx "ddp-watch: respawn: the fault follows the job: hardware-signal on node03 as on node02 before the respawn; it is the program's or its input's, not a node's: not respawning, not requeueing" "$work/job.out"
   [ "$(grep -c "requeueing:" "$work/job.out")" -eq 0 ]
-  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] $(respawn_time)" ]
+  # The job ends here as any failure heal gives up on: the closing line, and no record left.
+  grep -qx "ddp-watch: heal: excluded across runs: none" "$work/job.out"
+  [ ! -e "$work/.ddp-heal.$job" ]
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
 }
 
 # hang_respawned: the job whose ranks on node02 hung in its first step finished on a spare:
@@ -218,13 +221,13 @@ hang_respawned() {
   [ "$(field Restarts)" = 0 ]
   [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
   [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
-  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hang\): .*stall\.py:[0-9]+.*; node\[01-03\] -> node\[01,03-04\] in [0-9]+\.[0-9]+ s$" "$work/job.out"
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hang\): .*stall\.py:[0-9]+.*; node\[01-03\] -> node\[01,03-04\]; the new step started [0-9]+\.[0-9]+ s after the failed one's srun exited(, its nodes checked in between)?$" "$work/job.out"
   [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
   # torchrun's workers' lines come with its [default0]: prefix.
   grep -qxE "(\[default0\]:)?done 8 steps world 3" "$work/job.out"
   # Every srun of the job, ddp-watch's stack helper included, was told its nodes and tasks.
   [ "$(grep -c "^srun: Warning" "$work/job.out")" -eq 0 ]
-  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hang) node[01-03] -> node[01,03-04] $(respawn_time)" ]
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hang) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
 }
 
 @test "the ranks on node02 hang: the stall's culprit is replaced by a spare, same job" {
@@ -252,7 +255,10 @@ hang_respawned() {
   ended FAILED
   [ "$(field Restarts)" = 0 ]
   grep -qE "^ddp-check: OK: 4 ranks on 4 nodes reached " "$work/job.out"
-  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): .*; node\[01-03\] -> node\[01,03-04\] in [0-9.]+ s$" "$work/job.out"
+  # No step started there, and the log says so: the respawn's line tells the failed check and
+  # what follows, and no line says a new step started.
+  grep -qx "ddp-watch: respawn: respawn 1 of at most 1: node02 (hardware-signal): .*; node\[01-03\] -> node\[01,03-04\]: the check of node\[01,03-04\] failed, no step started there; not respawning: respawned 1 time(s), the cap (heal.max_respawns: 1); the heal path takes over" "$work/job.out"
+  [ "$(grep -c "the new step started" "$work/job.out")" -eq 0 ]
   # The check of node[01,03-04] (the job's step 2) cannot start on node04: srun says so, which
   # names it; the training never resumes there. (A training step would fail to launch there
   # alike; test 1 shows the check itself running before the training resumes.)
@@ -262,5 +268,5 @@ hang_respawned() {
   # No spare left: the heal path has node02 and node04, and 2 of the partition's 4 nodes would
   # not hold the job: it ends, naming them, instead of pending for ever.
   grep -qx "ddp-watch: heal: not requeueing: excluding 2 more would leave 2 of the partition's 4 nodes (0 excluded already) for a job of 4; the job ends, naming node\[02,04\]" "$work/job.out"
-  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] $(respawn_time)" ]
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] check failed, not started" ]
 }

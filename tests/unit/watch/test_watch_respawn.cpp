@@ -101,12 +101,52 @@ TEST(WatchRespawn, TheFaultFollowsTheJob) {
 TEST(WatchRespawn, Lines) {
   RespawnDone done{
       {bus("node02")}, {"node01", "node02", "node03"}, {"node01", "node03", "node04"}, 2.25};
+  // The time is ddp-watch's own part, and the line says so.
   EXPECT_EQ(respawn_line(done, 1, 1),
             "respawn 1 of at most 1: node02 (hardware-signal): task 1 died of SIGBUS (srun: Bus "
-            "error); node[01-03] -> node[01,03-04] in 2.25 s");
+            "error); node[01-03] -> node[01,03-04]; the new step started 2.25 s after the failed "
+            "one's srun exited");
   EXPECT_EQ(respawn_summary({}), "respawns: none");
   EXPECT_EQ(respawn_summary({done}),
-            "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] 2.25 s");
+            "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] started after "
+            "2.25 s");
+  done.check = RespawnCheck::passed;
+  EXPECT_EQ(respawn_line(done, 1, 1),
+            "respawn 1 of at most 1: node02 (hardware-signal): task 1 died of SIGBUS (srun: Bus "
+            "error); node[01-03] -> node[01,03-04]; the new step started 2.25 s after the failed "
+            "one's srun exited, its nodes checked in between");
+}
+
+TEST(WatchRespawn, ARespawnWhoseCheckFailedSaysSoAndWhatFollows) {
+  RespawnDone done{{bus("node02")},
+                   {"node01", "node02", "node03"},
+                   {"node01", "node03", "node04"},
+                   0,
+                   RespawnCheck::failed};
+  const std::string head =
+      "respawn 1 of at most 2: node02 (hardware-signal): task 1 died of SIGBUS (srun: Bus "
+      "error); node[01-03] -> node[01,03-04]: the check of node[01,03-04] failed, no step "
+      "started there; ";
+  RespawnDecision next;
+  next.action = RespawnAction::fall_back;
+  next.why = "no node of the step was named";
+  EXPECT_EQ(check_failed_line(done, 1, 2, next),
+            head + "not respawning: no node of the step was named; the heal path takes over");
+  next.action = RespawnAction::respawn;
+  EXPECT_EQ(check_failed_line(done, 1, 2, next), head + "respawning again");
+  next.action = RespawnAction::fail;
+  next.why = "the fault follows the job: x";
+  EXPECT_EQ(check_failed_line(done, 1, 2, next), head + "the fault follows the job: x");
+  // The summary does not claim the job moved there.
+  RespawnDone second{{{"node04", ddp::Fault::unreachable, "no answer", ""}},
+                     {"node01", "node03", "node04"},
+                     {"node01", "node03", "node05"},
+                     3.5,
+                     RespawnCheck::passed};
+  EXPECT_EQ(respawn_summary({done, second}),
+            "respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] check failed, "
+            "not started; 2: node04 (unreachable) node[01,03-04] -> node[01,03,05] started after "
+            "3.50 s");
 }
 
 TEST(WatchRespawn, OptionsRefuseWhatCannotWork) {
@@ -152,4 +192,91 @@ TEST(WatchRespawn, TheCheckOfANewStepRunsUnderTheStepsDdpOption) {
   ASSERT_FALSE(o);
   EXPECT_EQ(o.error().message,
             "ddp-watch: --respawn-check needs --spares (it checks the nodes of a new step)");
+}
+
+namespace {
+
+Suspect unreachable(const std::string& node) {
+  return {node, ddp::Fault::unreachable, "no hello from " + node + " in 5 s", ""};
+}
+
+}  // namespace
+
+TEST(WatchRespawn, TheFirstStepAvoidsWhatTheCheckOfEveryNodeNamed) {
+  // Passed: nothing to decide, the first step keeps the first nodes.
+  EXPECT_EQ(decide_first_step(k_alloc, 1, false, {}, 1).action, RespawnAction::none);
+  // One node named, one spare: the first step takes the spare, the named node's evidence kept.
+  RespawnDecision d =
+      decide_first_step(k_alloc, 1, true, {unreachable("node02"), unreachable("node02")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node01", "node03", "node04"}));
+  ASSERT_EQ(d.named.size(), 1u);
+  EXPECT_EQ(d.named[0].evidence, "no hello from node02 in 5 s");
+  // The spare itself named: the first nodes, which passed.
+  d = decide_first_step(k_alloc, 1, true, {unreachable("node04")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node01", "node02", "node03"}));
+  // Two spares, two named.
+  d = decide_first_step(k_alloc, 2, true, {unreachable("node01"), unreachable("node03")}, 2);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node02", "node04"}));
+}
+
+TEST(WatchRespawn, TheCheckOfEveryNodeFallsBackToTheHealPath) {
+  RespawnDecision d = decide_first_step(k_alloc, 1, true, {}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "the check of every node named none");
+  d = decide_first_step(k_alloc, 1, true, {unreachable("node02"), unreachable("node03")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "the check named 2 nodes, more than the 1 spare(s)");
+  ASSERT_EQ(d.named.size(), 2u);  // every node named, for the heal path
+  d = decide_first_step(k_alloc, 1, true, {unreachable("node02")}, 0);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "no respawn allowed (heal.max_respawns: 0)");
+  // A node that is not the job's is not acted on.
+  d = decide_first_step(k_alloc, 1, true, {unreachable("node09")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "the check of every node named none");
+}
+
+TEST(WatchRespawn, TheFirstStepsAvoidanceCountsButIsNoFaultThatFollows) {
+  RespawnState s = {k_alloc, {"node01", "node03", "node04"}, {}};
+  RespawnDone first{{unreachable("node02")}, {"node01", "node02", "node03"}, s.step, 0.5};
+  first.first = true;
+  s.done.push_back(first);
+  // The cap counts it.
+  RespawnDecision d = decide_respawn(s, true, {bus("node03")}, 1);
+  EXPECT_EQ(d.action, RespawnAction::fall_back);
+  EXPECT_EQ(d.why, "respawned 1 time(s), the cap (heal.max_respawns: 1)");
+  // Another node unreachable later is that node's fault, not the check's finding following.
+  s.allocation.push_back("node05");
+  d = decide_respawn(s, true, {unreachable("node04")}, 2);
+  EXPECT_EQ(d.action, RespawnAction::respawn);
+  EXPECT_EQ(d.nodes, (Nodes{"node01", "node03", "node05"}));
+  // Its lines say it came before the first step, and what its time counts from.
+  first.check = RespawnCheck::passed;
+  EXPECT_EQ(respawn_line(first, 1, 1),
+            "respawn 1 of at most 1 before the first step: node02 (unreachable): no hello from "
+            "node02 in 5 s; node[01-03] -> node[01,03-04]; the first step started 0.50 s after "
+            "the check of every node ended, its nodes checked in between");
+  EXPECT_EQ(respawn_summary({first}),
+            "respawns: 1 (before the first step): node02 (unreachable) node[01-03] -> "
+            "node[01,03-04] started after 0.50 s");
+}
+
+TEST(WatchRespawn, TheFirstCheckNeedsTheCheck) {
+  auto o = parse_options({"--timeout=60", "--heal=r", "--spares=1", "--first-check", "--", "srun",
+                          "--ddp", "python3"});
+  ASSERT_FALSE(o);
+  EXPECT_EQ(o.error().message,
+            "ddp-watch: --first-check needs --respawn-check (the check it runs on every node)");
+  o = parse_options({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check",
+                     "--first-check", "--", "srun", "--ddp", "python3"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_TRUE(o->first_check);
+  // Harmless when not given.
+  o = parse_options({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check", "--",
+                     "srun", "--ddp", "python3"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_FALSE(o->first_check);
 }
