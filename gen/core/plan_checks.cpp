@@ -165,6 +165,13 @@ void check_launcher_keys(const Job& job) {
            "launcher lightning: a job named " + ddp::text::quote(job.name) +
                " makes Lightning treat it as interactive and ignore Slurm; choose another name");
   if (l != Launcher::none) return;
+  // Said before heal and watchdog, which spares needs and launcher none refuses: the job would
+  // otherwise be sent from one of those refusals to the next.
+  if (job.spares > 0)
+    reject(job, "spares",
+           "\"spares\": a spare replaces a node of the srun training step, and launcher none "
+           "runs no srun step; drop \"spares\", or choose a launcher that runs one (srun, "
+           "torchrun, accelerate, lightning, fairseq)");
   if (!job.srun.empty())
     reject(job, "srun", "launcher none runs no training step: \"srun\" has nothing to apply to");
   if (job.container)
@@ -234,7 +241,7 @@ void check_spares(const Job& job) {
     reject(job, "spares",
            "\"spares\" needs \"heal\" (e.g. heal: {max_requeues: 2}): ddp-watch --heal names "
            "the node a spare replaces");
-  // launcher none (no step to move) never gets here: it refuses watchdog, which heal needs.
+  // launcher none (no step to move) never gets here: check_launcher_keys refuses it.
   for (const std::string& option : job.srun) {
     for (std::string_view taken : {"--nodes", "--nodelist", "--exclude", "-N", "-w", "-x"}) {
       if (option == taken || option.starts_with(std::string(taken) + "=") ||
