@@ -242,8 +242,11 @@ void check_spares(const Job& job) {
            "\"spares\" needs \"heal\" (e.g. heal: {max_requeues: 2}): ddp-watch --heal names "
            "the node a spare replaces");
   // launcher none (no step to move) never gets here: check_launcher_keys refuses it.
+  // --nodefile names nodes as --nodelist does; srun refuses --relative beside the --nodelist
+  // that ddp-watch adds.
   for (const std::string& option : job.srun) {
-    for (std::string_view taken : {"--nodes", "--nodelist", "--exclude", "-N", "-w", "-x"}) {
+    for (std::string_view taken : {"--nodes", "--nodelist", "--nodefile", "--exclude", "--relative",
+                                   "-N", "-w", "-F", "-x", "-r"}) {
       if (option == taken || option.starts_with(std::string(taken) + "=") ||
           (taken.size() == 2 && option.starts_with(taken)))
         reject(job, "srun",
