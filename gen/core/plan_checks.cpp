@@ -165,13 +165,17 @@ void check_launcher_keys(const Job& job) {
            "launcher lightning: a job named " + ddp::text::quote(job.name) +
                " makes Lightning treat it as interactive and ignore Slurm; choose another name");
   if (l != Launcher::none) return;
-  // Said before heal and watchdog, which spares needs and launcher none refuses: the job would
-  // otherwise be sent from one of those refusals to the next.
+  // Said before heal and watchdog, which spares needs and launcher none refuses (heal needs
+  // watchdog): the job would otherwise be sent from one of those refusals to the next.
   if (job.spares > 0)
     reject(job, "spares",
            "\"spares\": a spare replaces a node of the srun training step, and launcher none "
            "runs no srun step; drop \"spares\", or choose a launcher that runs one (srun, "
            "torchrun, accelerate, lightning, fairseq)");
+  if (job.heal)
+    reject(job, "heal",
+           "\"heal\": ddp-watch names the faulty nodes of an srun step, and launcher none runs "
+           "no srun step; drop \"heal\", or choose a launcher that runs one");
   if (!job.srun.empty())
     reject(job, "srun", "launcher none runs no training step: \"srun\" has nothing to apply to");
   if (job.container)
