@@ -218,6 +218,20 @@ std::string upper(std::string text) {
   return text;
 }
 
+// spares: true for an extra --no-kill token that ddpgen's own --no-kill line already says. A
+// job's --no-kill=off (or =no, or a value sbatch refuses) is refused; a site's gives way.
+bool said_by_spares(const Job& job, const std::string& token) {
+  const std::string opt = options::name(token);
+  if (job.spares == 0 || opt != "--no-kill") return false;
+  const bool same = token == opt || upper(token.substr(opt.size() + 1)) == "SET";
+  if (!same && std::ranges::find(job.sbatch, token) != job.sbatch.end())
+    reject(job, "sbatch",
+           ddp::text::quote(token) +
+               ": with \"spares\", ddpgen passes --no-kill (a failed node must not end the job, "
+               "so that a spare can replace it); leave it out");
+  return true;
+}
+
 void add_directives(Plan& plan, const Job& job, const Profile& profile, const Choice& c,
                     long tasks_per_node) {
   const Extra extra = extra_options(job, profile, *c.partition);
@@ -246,7 +260,11 @@ void add_directives(Plan& plan, const Job& job, const Profile& profile, const Ch
     add_directive(plan, "--requeue");
     add_directive(plan, "--open-mode=", "append");
   }
+  // Without it Slurm revokes the whole allocation when one of its nodes fails (sbatch(1),
+  // --no-kill), and a node failure could never be replaced by a spare.
+  if (job.spares > 0) add_directive(plan, "--no-kill");
   for (const auto& token : extra.tokens) {
+    if (said_by_spares(job, token)) continue;
     // --signal, --requeue and --no-requeue are the job's or the site's own unless
     // checkpoint.requeue (which passes --signal) or heal (--requeue) says them: then a job's
     // contrary option is refused, a site's default gives way, and a job's --requeue is said once.

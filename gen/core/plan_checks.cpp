@@ -165,6 +165,17 @@ void check_launcher_keys(const Job& job) {
            "launcher lightning: a job named " + ddp::text::quote(job.name) +
                " makes Lightning treat it as interactive and ignore Slurm; choose another name");
   if (l != Launcher::none) return;
+  // Said before heal and watchdog, which spares needs and launcher none refuses (heal needs
+  // watchdog): the job would otherwise be sent from one of those refusals to the next.
+  if (job.spares > 0)
+    reject(job, "spares",
+           "\"spares\": a spare replaces a node of the srun training step, and launcher none "
+           "runs no srun step; drop \"spares\", or choose a launcher that runs one (srun, "
+           "torchrun, accelerate, lightning, fairseq)");
+  if (job.heal)
+    reject(job, "heal",
+           "\"heal\": ddp-watch names the faulty nodes of an srun step, and launcher none runs "
+           "no srun step; drop \"heal\", or choose a launcher that runs one");
   if (!job.srun.empty())
     reject(job, "srun", "launcher none runs no training step: \"srun\" has nothing to apply to");
   if (job.container)
@@ -222,7 +233,7 @@ void check_first_words(const Job& job) {
 
 // spares: the training step runs on some of the job's nodes, chosen by ddp-watch, which
 // starts a new step on a spare when the heal path names a node.
-void check_spares(const Job& job) {
+void check_spares(const Job& job, std::vector<Error>& warnings) {
   if (job.spares == 0) {
     if (job.heal && job.heal->max_respawns)
       reject(job, "heal",
@@ -234,9 +245,22 @@ void check_spares(const Job& job) {
     reject(job, "spares",
            "\"spares\" needs \"heal\" (e.g. heal: {max_requeues: 2}): ddp-watch --heal names "
            "the node a spare replaces");
-  // launcher none (no step to move) never gets here: it refuses watchdog, which heal needs.
+  // launcher none (no step to move) never gets here: check_launcher_keys refuses it.
+  // A respawn never returns to a node named before (contrib/ddp-watch/respawn.cpp): each one
+  // takes a spare for good, so respawns beyond the spares fall back to the heal path.
+  if (job.heal->max_respawns && *job.heal->max_respawns > job.spares)
+    warnings.push_back({"\"heal.max_respawns\" " + std::to_string(*job.heal->max_respawns) +
+                            " > \"spares\" " + std::to_string(job.spares) +
+                            ": each respawn replaces a named node by a spare for good, so at "
+                            "most " +
+                            ddp::text::plural(static_cast<std::uint64_t>(job.spares), "respawn") +
+                            " can happen; then the heal path excludes and requeues",
+                        job.at("heal")});
+  // --nodefile names nodes as --nodelist does; srun refuses --relative beside the --nodelist
+  // that ddp-watch adds.
   for (const std::string& option : job.srun) {
-    for (std::string_view taken : {"--nodes", "--nodelist", "--exclude", "-N", "-w", "-x"}) {
+    for (std::string_view taken : {"--nodes", "--nodelist", "--nodefile", "--exclude", "--relative",
+                                   "-N", "-w", "-F", "-x", "-r"}) {
       if (option == taken || option.starts_with(std::string(taken) + "=") ||
           (taken.size() == 2 && option.starts_with(taken)))
         reject(job, "srun",
@@ -296,7 +320,7 @@ std::vector<Error> check_job(const Job& job, const Profile& profile) {
     reject(job, "checkpoint",
            "\"checkpoint.dir\" is required (the directory the program saves to and resumes "
            "from; only launcher lightning, which saves where its Trainer says, goes without)");
-  check_spares(job);
+  check_spares(job, warnings);
   check_heal_nodelist(job);
   if (job.script.starts_with("-"))
     reject(job, "script", "\"script\" must not start with '-' (it would be read as an option)");

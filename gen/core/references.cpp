@@ -157,6 +157,10 @@ std::optional<std::string> reserved(std::string_view name) {
     return n +
            " is set for every task by the generated script (or srun --ddp) from nodes and "
            "procs_per_node";
+  if (n == "DDP_RESPAWN_COUNT")
+    return n +
+           " is set by ddp-watch in a step it starts again on a spare (spares); the "
+           "job's first step has none";
   if (contains(script, n) || n.starts_with("ddpgen_"))
     return n + " is the generated script's own variable";
   if (contains(slurm_job_variables(), n) || n.starts_with("SLURM_STEP_") || n == "SLURM_PROCID" ||

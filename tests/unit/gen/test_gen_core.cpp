@@ -199,6 +199,34 @@ TEST(GenPlan, CarriesTypedFields) {
   EXPECT_TRUE(p->requeue->on_failure);
 }
 
+// A respawn never returns to a node named before, so respawns beyond the spares cannot happen:
+// a warning, not an error.
+TEST(GenPlan, WarnsOfRespawnsBeyondTheSpares) {
+  auto profile = decode_profile(*read_profile_doc("node: {gpus: 0, cores: 8}\n"
+                                                  "partitions: [{name: cpu}]\n",
+                                                  "p.yaml"),
+                                Profile{});
+  ASSERT_TRUE(profile) << profile.error().to_string();
+  const std::pair<int, std::size_t> cases[] = {{1, 0}, {2, 0}, {3, 1}};
+  for (const auto& [respawns, warnings] : cases) {
+    auto job = decode_job(
+        "time: \"01:00:00\"\nscript: t.py\nnodes: 2\nspares: 2\n"
+        "watchdog: {timeout: 5m}\nheal: {max_respawns: " +
+            std::to_string(respawns) + "}\n",
+        "job.yaml", {});
+    ASSERT_TRUE(job) << job.error().to_string();
+    auto p = plan(*job, *profile);
+    ASSERT_TRUE(p) << p.error().to_string();
+    ASSERT_EQ(p->warnings.size(), warnings) << respawns;
+    if (warnings > 0) {
+      EXPECT_EQ(p->warnings.front().to_string(),
+                "job.yaml:6:7: \"heal.max_respawns\" 3 > \"spares\" 2: each respawn replaces a "
+                "named node by a spare for good, so at most 2 respawns can happen; then the heal "
+                "path excludes and requeues");
+    }
+  }
+}
+
 TEST(GenProfile, GresTypeIsAPlainName) {
   auto r = decode_profile(*read_profile_doc("node: {gpus: 1, gpu_type: \"v100\\n#SBATCH -p x\"}\n"
                                             "partitions: [{name: gpu}]\n",
