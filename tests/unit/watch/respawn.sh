@@ -19,17 +19,19 @@ cat >bin/srun <<'SH'
 echo "srun $*" >>"$FAKE_LOG"
 case " $* " in
   *" ddp-check "*)
+    # As ddp-check does: a suspect line ends with the run tag ddp-watch gave the step.
+    tag=${DDP_CHECK_RUN_TAG:+ [run $DDP_CHECK_RUN_TAG]}
     # The check of every node (--first-check): rank 0 names each of $FAKE_SUSPECTS.
     if [[ " $* " == *" --nodelist=node[01-04] "* && -n ${FAKE_SUSPECTS:-} ]]; then
       for node in $FAKE_SUSPECTS; do
-        echo "0: ddp-check: suspect $node: unreachable: no hello from $node in 5 s"
+        echo "0: ddp-check: suspect $node: unreachable: no hello from $node in 5 s$tag"
       done
       exit 1
     fi
     # A respawn's check that names $FAKE_CHECK_NAMES, after a second.
     if [[ -n ${FAKE_CHECK_NAMES:-} && " $* " == *" --nodelist=node[01,03-04] "* ]]; then
       sleep 1
-      echo "0: ddp-check: suspect $FAKE_CHECK_NAMES: unreachable: no hello in 5 s"
+      echo "0: ddp-check: suspect $FAKE_CHECK_NAMES: unreachable: no hello in 5 s$tag"
       exit 1
     fi
     exit "${FAKE_CHECK:-0}" ;;
