@@ -220,15 +220,19 @@ void check_first_words(const Job& job) {
     const auto eq = word.find('=');
     return eq != std::string::npos && ddp::is_env_name(word.substr(0, eq));
   };
-  auto refuse = [&](const std::string& key, const std::string& word) {
+  // key: the job key the error points at; shown: the value's name in the message.
+  auto refuse = [&](const std::string& key, const std::string& shown, const std::string& word) {
     reject(job, key,
-           ddp::text::quote(key) + ": the first word " + ddp::text::quote(word) +
+           ddp::text::quote(shown) + ": the first word " + ddp::text::quote(word) +
                " is a variable assignment, not a program; set the variable under \"env\"");
   };
-  if (assignment(job.script)) refuse("script", job.script);
+  if (assignment(job.script)) refuse("script", "script", job.script);
   if (!job.task_prefix.empty() && assignment(job.task_prefix.front()))
-    refuse("task_prefix", job.task_prefix.front());
-  if (!job.python.empty() && assignment(job.python.front())) refuse("python", job.python.front());
+    refuse("task_prefix", "task_prefix", job.task_prefix.front());
+  if (!job.python.empty() && assignment(job.python.front()))
+    refuse("python", "python", job.python.front());
+  if (!job.torchrun_command.empty() && assignment(job.torchrun_command.front()))
+    refuse("torchrun", "torchrun.command", job.torchrun_command.front());
 }
 
 // spares: the training step runs on some of the job's nodes, chosen by ddp-watch, which
