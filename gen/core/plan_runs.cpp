@@ -43,6 +43,15 @@ bool differs_per_task(const Job& job, const std::string& text) {
 }
 
 void check_sweep(const Job& job) {
+  // The job's env is exported after the sweep's values: its key would be every task's value.
+  for (const auto& [name, values] : job.sweep->parameters)
+    for (const auto& [key, value] : job.env)
+      if (key == refs::sweep_variable(name))
+        reject(job, "env",
+               ddp::text::quote("env." + key) + " cannot be set: " + key +
+                   " is each array task's value of the sweep parameter " + ddp::text::quote(name) +
+                   ", and this one would replace it in every task; list the values under "
+                   "\"sweep.parameters\"");
   const std::string fix =
       "; name the array task in it, e.g. ${SLURM_ARRAY_TASK_ID}, or every sweep parameter";
   if (job.checkpoint && !differs_per_task(job, job.checkpoint->dir))
