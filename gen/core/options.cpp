@@ -193,6 +193,21 @@ std::optional<std::string> problem(std::string_view token, Source source) {
   return std::nullopt;
 }
 
+namespace {
+
+// The hint for two items that may be one option: lead, then the advice with the joined token
+// when the option check accepts it, else why that token would be refused too (a hint must
+// itself be accepted).
+std::string joined_hint(const std::string& lead, const std::string& advice,
+                        const std::string& joined, Source source) {
+  const auto why = problem(joined, source);
+  if (!why) return lead + advice + ", as in " + ddp::text::quote(joined);
+  return lead + "; joined into one item, " + ddp::text::quote(joined) +
+         (why->starts_with(":") ? "" : " ") + *why;
+}
+
+}  // namespace
+
 std::vector<std::string> decode(const StrictReader& r, const YAML::Node& node,
                                 const std::string& path, Source source) {
   auto list = r.strings(node, path);
@@ -208,13 +223,11 @@ std::vector<std::string> decode(const StrictReader& r, const YAML::Node& node,
     if (list[i].starts_with("-")) continue;
     const std::string& before = list[i - 1];
     if (before.starts_with("--") && before.find('=') == std::string::npos)
-      refuse(i, "is not an option: an option and its value are one item, as in " +
-                    ddp::text::quote(before + "=" + list[i]));
+      refuse(i, joined_hint("is not an option: an option and its value are one item", "",
+                            before + "=" + list[i], source));
     if (node.Style() == YAML::EmitterStyle::Flow)
-      refuse(i,
-             "is not an option: in a [...] list a comma separates items; quote an option "
-             "that holds one, as in " +
-                 ddp::text::quote(before + "," + list[i]));
+      refuse(i, joined_hint("is not an option: in a [...] list a comma separates items",
+                            "; quote an option that holds one", before + "," + list[i], source));
   }
   for (std::size_t i = 0; i < list.size(); ++i)
     if (auto why = problem(list[i], source)) refuse(i, *why);
