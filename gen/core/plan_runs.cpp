@@ -149,7 +149,7 @@ void add_worker_logs(Plan& plan, const Job& job, const Profile& profile) {
 }
 
 void add_logs(Plan& plan, const Job& job, const Profile& profile) {
-  plan.logs_dir = job.logs->dir;
+  plan.logs_dir = refs::home_tilde(job.logs->dir);
   if (plan.torchrun_mode) return add_worker_logs(plan, job, profile);
   // One task per process: its rank is SLURM_PROCID. launcher none: the batch shell's command,
   // rank 0 (the workers a program starts itself write where it sends them).
