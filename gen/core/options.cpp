@@ -1,7 +1,9 @@
 #include "gen/core/options.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <span>
+#include <utility>
 
 #include "gen/core/shell.hpp"
 #include "libddp/util/text.hpp"
@@ -62,6 +64,48 @@ const std::vector<std::string_view> k_real_prefixes = {"--container", "--gpus", 
 // The option Slurm reads for an alias of it.
 std::optional<std::string> alias(std::string_view opt) {
   if (opt == "--tasks-per-node") return "--ntasks-per-node";
+  return std::nullopt;
+}
+
+// Options whose value ddpgen checks, each with its shortest abbreviation: a shorter one is
+// also another option's (--cpus-per-task, --tres-bind, --exclude), which Slurm refuses as
+// ambiguous. A longer one Slurm reads as the option; refusing a bad value of one that Slurm
+// also finds ambiguous (--gre, beside --gres-flags) costs nothing.
+constexpr std::pair<std::string_view, std::string_view> k_checked[] = {
+    {"--export", "--exp"},
+    {"--cpus-per-gpu", "--cpus-per-g"},
+    {"--tres-per-task", "--tres-p"},
+    {"--gres", "--gre"},
+};
+
+// The checked option opt names, written in full or abbreviated; opt itself for any other.
+std::string_view checked_name(std::string_view opt) {
+  for (const auto& [full, shortest] : k_checked)
+    if (opt.size() >= shortest.size() && full.starts_with(opt)) return full;
+  return opt;
+}
+
+// Why value cannot follow the checked option opt, or nothing.
+std::optional<std::string> value_problem(std::string_view opt, std::string_view value, bool srun) {
+  if (opt == "--cpus-per-gpu")
+    return srun ? std::string("the step's CPUs come from \"cpus_per_task\" (ddpgen's ") +
+                      "--cpus-per-task, which srun refuses beside it); set that instead"
+                : std::string("sbatch refuses it with ddpgen's --cpus-per-task; the ") +
+                      "profile's \"cpus_per_gpu\" says it";
+  // --export=NONE, =NIL or a list of names passes the step only those variables: the script's
+  // own environment is lost. ALL first keeps it (--export=ALL,NAME=value).
+  if (opt == "--export") {
+    std::string first(value.substr(0, value.find(',')));
+    for (char& c : first) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (first != "ALL")
+      return std::string("the training step would start without the environment the ") +
+             "script sets (the job's and the site's env, the software); leave --export out";
+  }
+  if (opt == "--tres-per-task" && value.find("gpu") != std::string_view::npos)
+    return std::string("ddpgen computes the GPUs: set \"gpus_per_node\"");
+  if (opt == "--gres" && gres_has_gpu(value))
+    return std::string("ddpgen computes the GPUs of --gres: set \"gpus_per_node\" (and ") +
+           "\"gpu_type\"); other generic resources (nvme:100) are added to ddpgen's --gres";
   return std::nullopt;
 }
 
@@ -143,20 +187,26 @@ std::optional<std::string> problem(std::string_view token, Source source) {
              ", which ddpgen computes; write the option in full";
   }
   const std::string_view value = token.substr(std::min(token.size(), opt.size() + 1));
-  if (opt == "--cpus-per-gpu" && !srun)
-    return std::string(": sbatch refuses it with ddpgen's --cpus-per-task; the profile's ") +
-           "\"cpus_per_gpu\" says it";
-  if (opt == "--export" && (value == "NONE" || value.starts_with("NONE,") || value == "NIL"))
-    return std::string(": the training step would start without the environment the script ") +
-           "sets (the job's and the site's env, the software); leave --export out";
-  if (!srun && opt == "--tres-per-task" && value.find("gpu") != std::string_view::npos)
-    return std::string(": ddpgen computes the GPUs: set \"gpus_per_node\"");
-  if (!srun && opt == "--gres" &&
-      gres_has_gpu(token.substr(std::min(token.size(), opt.size() + 1))))
-    return std::string(": ddpgen computes the GPUs of --gres: set \"gpus_per_node\" (and ") +
-           "\"gpu_type\"); other generic resources (nvme:100) are added to ddpgen's --gres";
+  const std::string_view full = checked_name(opt);
+  if (auto why = value_problem(full, value, srun))
+    return (full == opt ? ": " : ": an abbreviation of " + std::string(full) + ": ") + *why;
   return std::nullopt;
 }
+
+namespace {
+
+// The hint for two items that may be one option: lead, then the advice with the joined token
+// when the option check accepts it, else why that token would be refused too (a hint must
+// itself be accepted).
+std::string joined_hint(const std::string& lead, const std::string& advice,
+                        const std::string& joined, Source source) {
+  const auto why = problem(joined, source);
+  if (!why) return lead + advice + ", as in " + ddp::text::quote(joined);
+  return lead + "; joined into one item, " + ddp::text::quote(joined) +
+         (why->starts_with(":") ? "" : " ") + *why;
+}
+
+}  // namespace
 
 std::vector<std::string> decode(const StrictReader& r, const YAML::Node& node,
                                 const std::string& path, Source source) {
@@ -173,13 +223,11 @@ std::vector<std::string> decode(const StrictReader& r, const YAML::Node& node,
     if (list[i].starts_with("-")) continue;
     const std::string& before = list[i - 1];
     if (before.starts_with("--") && before.find('=') == std::string::npos)
-      refuse(i, "is not an option: an option and its value are one item, as in " +
-                    ddp::text::quote(before + "=" + list[i]));
+      refuse(i, joined_hint("is not an option: an option and its value are one item", "",
+                            before + "=" + list[i], source));
     if (node.Style() == YAML::EmitterStyle::Flow)
-      refuse(i,
-             "is not an option: in a [...] list a comma separates items; quote an option "
-             "that holds one, as in " +
-                 ddp::text::quote(before + "," + list[i]));
+      refuse(i, joined_hint("is not an option: in a [...] list a comma separates items",
+                            "; quote an option that holds one", before + "," + list[i], source));
   }
   for (std::size_t i = 0; i < list.size(); ++i)
     if (auto why = problem(list[i], source)) refuse(i, *why);

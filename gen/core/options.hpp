@@ -24,7 +24,9 @@ std::string name(std::string_view token);
 std::optional<std::string> problem(std::string_view token, Source source);
 
 // Decodes the list at path: every item checked with problem(). A flow list whose item looks cut
-// at a comma ("[--gres=gpu:4,nvme:100]") gets the hint to quote the item.
+// at a comma ("[--exclude=a,b]") gets the hint to quote the item, and an option apart from its
+// value ("[--cpu-bind, none]") the hint to join them, when the joined token is accepted; else
+// the message says why it would be refused too.
 std::vector<std::string> decode(const StrictReader& r, const YAML::Node& node,
                                 const std::string& path, Source source);
 

@@ -405,7 +405,7 @@ Plan make_plan(const Job& job, const Profile& profile) {
 
   if (job.checkpoint) {
     const Checkpoint& ck = *job.checkpoint;
-    plan.checkpoint_dir = ck.dir;
+    plan.checkpoint_dir = refs::home_tilde(ck.dir);
     if (ck.requeue)
       plan.requeue = Requeue{ck.signal,       job.launcher == Launcher::lightning,
                              ck.signal_time,  notice_grace(ck.signal_time),

@@ -85,6 +85,36 @@ void check_value(const Job& job, const std::vector<std::string>& allowed, const 
                         job.at(key)});
 }
 
+// A warning for each value that starts with "~" where it stays as written: a word that is not
+// a command's first, an env value, a file sbatch or the script names, the container's working
+// directory. The paths ddpgen runs or creates (script, checkpoint.dir, logs.dir, the container's
+// image and mounts, ...) turn a leading "~/" into ${HOME}/ instead.
+void add_tilde_warnings(const Job& job, std::vector<Error>& warnings) {
+  auto warn = [&](const std::string& key, const std::string& shown, const std::string& value) {
+    if (value.starts_with("~"))
+      warnings.push_back({ddp::text::quote(shown) +
+                              ": the leading \"~\" stays as written (it is not the home "
+                              "directory here); write ${HOME} for that",
+                          job.at(key)});
+  };
+  auto warn_list = [&](const std::string& key, const std::string& shown,
+                       const std::vector<std::string>& list, std::size_t from) {
+    for (std::size_t i = from; i < list.size(); ++i)
+      warn(key, shown + "[" + std::to_string(i) + "]", list[i]);
+  };
+  warn_list("args", "args", job.args, 0);
+  warn_list("python", "python", job.python, 1);
+  warn_list("task_prefix", "task_prefix", job.task_prefix, 1);
+  warn_list("torchrun", "torchrun.command", job.torchrun_command, 1);
+  warn_list("torchrun", "torchrun.options", job.torchrun_options, 0);
+  warn_list("accelerate", "accelerate.options", job.accelerate_options, 0);
+  warn_list("modules", "modules", job.modules, 0);
+  for (const auto& [key, value] : job.env) warn("env", "env." + key, value);
+  warn("output", "output", job.output);
+  warn("error", "error", job.error);
+  if (job.container) warn("container", "container.workdir", job.container->workdir);
+}
+
 std::vector<Error> check_references(const Job& job, const Profile& profile) {
   const auto names = reference_names(job, profile);
   const auto early = early_reference_names(job, profile);
@@ -140,6 +170,7 @@ std::vector<Error> check_references(const Job& job, const Profile& profile) {
       reject(job, key, ddp::text::quote(std::string(key)) + ": " + *problem);
     if (!pattern.empty()) check_sbatch_value(job, key, pattern);
   }
+  add_tilde_warnings(job, warnings);
   return warnings;
 }
 
@@ -220,15 +251,19 @@ void check_first_words(const Job& job) {
     const auto eq = word.find('=');
     return eq != std::string::npos && ddp::is_env_name(word.substr(0, eq));
   };
-  auto refuse = [&](const std::string& key, const std::string& word) {
+  // key: the job key the error points at; shown: the value's name in the message.
+  auto refuse = [&](const std::string& key, const std::string& shown, const std::string& word) {
     reject(job, key,
-           ddp::text::quote(key) + ": the first word " + ddp::text::quote(word) +
+           ddp::text::quote(shown) + ": the first word " + ddp::text::quote(word) +
                " is a variable assignment, not a program; set the variable under \"env\"");
   };
-  if (assignment(job.script)) refuse("script", job.script);
+  if (assignment(job.script)) refuse("script", "script", job.script);
   if (!job.task_prefix.empty() && assignment(job.task_prefix.front()))
-    refuse("task_prefix", job.task_prefix.front());
-  if (!job.python.empty() && assignment(job.python.front())) refuse("python", job.python.front());
+    refuse("task_prefix", "task_prefix", job.task_prefix.front());
+  if (!job.python.empty() && assignment(job.python.front()))
+    refuse("python", "python", job.python.front());
+  if (!job.torchrun_command.empty() && assignment(job.torchrun_command.front()))
+    refuse("torchrun", "torchrun.command", job.torchrun_command.front());
 }
 
 // spares: the training step runs on some of the job's nodes, chosen by ddp-watch, which

@@ -30,10 +30,14 @@ Word expanding(std::string raw, const std::string& user) {
 
 // pyxis and CSCS's container engine are srun options; the others wrap the command.
 void add_container(Plan& plan, const Job& job, const Profile& profile) {
-  const Container& c = *job.container;
+  Container c = *job.container;
   const std::string runtime = container_runtime(job, profile);
+  // The image and each mount's source are files on the host: "~/" is the home directory there,
+  // as in the shell.
+  c.image = refs::home_tilde(c.image);
   std::vector<std::string> mounts = profile.container_binds;
   mounts.insert(mounts.end(), c.mounts.begin(), c.mounts.end());
+  for (auto& m : mounts) m = refs::home_tilde(m);
   auto& s = plan.srun_words;
   auto& w = plan.container_words;
   if (runtime == "edf") {

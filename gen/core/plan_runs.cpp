@@ -42,7 +42,58 @@ bool differs_per_task(const Job& job, const std::string& text) {
       vars, [&](const auto& v) { return std::ranges::find(names, v) != names.end(); });
 }
 
+// The launcher options of the job's launcher (torchrun's or accelerate's; none for the others).
+const std::vector<std::string>& launcher_options(const Job& job) {
+  static const std::vector<std::string> none;
+  if (job.launcher == Launcher::torchrun) return job.torchrun_options;
+  if (job.launcher == Launcher::accelerate) return job.accelerate_options;
+  return none;
+}
+
+// Whether option is one of long's spellings or an abbreviation argparse reads as it: at least
+// min_size characters, so that it is no other option's start ("--mod", not "--mo" of
+// --monitor-interval).
+bool reads_as(const std::string& option, std::initializer_list<std::string_view> long_forms,
+              std::size_t min_size) {
+  const std::string name = option.substr(0, option.find('='));
+  return name.size() >= min_size &&
+         std::ranges::any_of(long_forms, [&](std::string_view l) { return l.starts_with(name); });
+}
+
+// -m, --module: the script is a module, run as "python -m".
+bool names_module(const std::string& option) {
+  return option == "-m" || reads_as(option, {"--module"}, 5);
+}
+
+// --no-python, --no_python: the script is a program, not run with python.
+bool names_program(const std::string& option) {
+  return reads_as(option, {"--no-python", "--no_python"}, 5);
+}
+
+// logs: the launcher runs each worker through the rank-log wrapper, as a program
+// (--no_python), which argparse's -m cannot be beside.
+void check_logs(const Job& job) {
+  const std::string key = job.launcher == Launcher::accelerate ? "accelerate" : "torchrun";
+  for (const std::string& option : launcher_options(job))
+    if (names_module(option))
+      reject(job, key,
+             ddp::text::quote(key + ".options") + ": " + ddp::text::quote(option) +
+                 " with \"logs\": each worker runs through the rank-log wrapper, which the " +
+                 "launcher starts as a program (--no_python), and it refuses that beside -m; " +
+                 "drop \"logs\", or drop " + option +
+                 " and name the module's file in \"script\" (a later version may take both)");
+}
+
 void check_sweep(const Job& job) {
+  // The job's env is exported after the sweep's values: its key would be every task's value.
+  for (const auto& [name, values] : job.sweep->parameters)
+    for (const auto& [key, value] : job.env)
+      if (key == refs::sweep_variable(name))
+        reject(job, "env",
+               ddp::text::quote("env." + key) + " cannot be set: " + key +
+                   " is each array task's value of the sweep parameter " + ddp::text::quote(name) +
+                   ", and this one would replace it in every task; list the values under "
+                   "\"sweep.parameters\"");
   const std::string fix =
       "; name the array task in it, e.g. ${SLURM_ARRAY_TASK_ID}, or every sweep parameter";
   if (job.checkpoint && !differs_per_task(job, job.checkpoint->dir))
@@ -123,12 +174,16 @@ Word rank_log_word(const std::string& code) {
 }
 
 // torchrun and accelerate start the workers: the tee goes in front of each worker, which
-// they run as a program (--no_python) and which reads its rank from RANK.
+// they run as a program (--no_python) and which reads its rank from RANK. A job's own
+// --no-python beside ddpgen's is the same flag twice, which argparse takes.
 void add_worker_logs(Plan& plan, const Job& job, const Profile& profile) {
   std::vector<Word> words = {rank_log_word(rank_log_code("${RANK:-0}"))};
-  const std::vector<Word> python = python_words(job, profile);
-  words.insert(words.end(), python.begin(), python.end());
-  words.push_back({"-u", {}});
+  // With the job's own --no-python the script is the program the wrapper runs.
+  if (!std::ranges::any_of(launcher_options(job), names_program)) {
+    const std::vector<Word> python = python_words(job, profile);
+    words.insert(words.end(), python.begin(), python.end());
+    words.push_back({"-u", {}});
+  }
   auto& cmd = plan.command_words;
   const auto script = cmd.begin() + static_cast<long>(plan.script_word);
   if (job.launcher == Launcher::accelerate) {
@@ -140,7 +195,7 @@ void add_worker_logs(Plan& plan, const Job& job, const Profile& profile) {
 }
 
 void add_logs(Plan& plan, const Job& job, const Profile& profile) {
-  plan.logs_dir = job.logs->dir;
+  plan.logs_dir = refs::home_tilde(job.logs->dir);
   if (plan.torchrun_mode) return add_worker_logs(plan, job, profile);
   // One task per process: its rank is SLURM_PROCID. launcher none: the batch shell's command,
   // rank 0 (the workers a program starts itself write where it sends them).
@@ -181,6 +236,7 @@ std::string sbatch_file(const Job& job, const std::string& value, std::string_vi
 }
 
 void check_runs(const Job& job) {
+  if (job.logs) check_logs(job);
   if (job.sweep) check_sweep(job);
 }
 

@@ -77,6 +77,14 @@ bool contains(const std::vector<std::string>& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
+// "RDZV_BACKEND" -> "rdzv-backend": torchrun's option for its PET_ variable.
+std::string lower_dashed(std::string_view name) {
+  std::string out;
+  for (char c : name)
+    out += c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string>& slurm_job_variables() {
@@ -143,6 +151,10 @@ std::optional<std::string> reserved(std::string_view name) {
                                                       "DDP_HOSTS"};
   static const std::vector<std::string> script = {"DDP_HOSTFILE", "DDP_CHECKPOINT_DIR",
                                                   "DDP_REQUEUE_NOTICE", "DDP_TRAIN_STATUS"};
+  // torchrun reads PET_<OPTION> as its --<option>: these are the rendezvous options ddpgen
+  // refuses in torchrun.options, since the address and port it exports make the rendezvous.
+  static const std::vector<std::string> torchrun = {"PET_STANDALONE", "PET_RDZV_BACKEND",
+                                                    "PET_RDZV_ENDPOINT", "PET_RDZV_ID"};
   static const std::vector<std::string> bash = {
       "IFS",    "SECONDS",    "BASH_ENV", "ENV",           "SHELLOPTS",      "BASHOPTS",
       "CDPATH", "GLOBIGNORE", "PS4",      "BASH_XTRACEFD", "POSIXLY_CORRECT"};
@@ -161,6 +173,18 @@ std::optional<std::string> reserved(std::string_view name) {
     return n +
            " is set by ddp-watch in a step it starts again on a spare (spares); the "
            "job's first step has none";
+  if (contains(torchrun, n))
+    return n + " is torchrun's --" + lower_dashed(n.substr(4)) +
+           ", and ddpgen makes the rendezvous itself (the job's first node, MASTER_PORT); to "
+           "choose the port, set DDP_MASTER_PORT";
+  if (n == "DDP_LOG_DIR")
+    return "DDP_LOG_DIR is the generated script's own variable, the rank logs' directory; set "
+           "\"logs.dir\" instead";
+  // srun and sbatch read it as --export: a list without ALL would start the training step
+  // without the environment the script sets.
+  if (n == "SLURM_EXPORT_ENV")
+    return "SLURM_EXPORT_ENV is srun's --export, and the training step must get the environment "
+           "the script sets; set each variable under \"env\" instead";
   if (contains(script, n) || n.starts_with("ddpgen_"))
     return n + " is the generated script's own variable";
   if (contains(slurm_job_variables(), n) || n.starts_with("SLURM_STEP_") || n == "SLURM_PROCID" ||

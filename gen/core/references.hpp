@@ -22,8 +22,9 @@ std::string sweep_variable(std::string_view parameter);
 
 // Returns why an env key may not be set by a job file or a profile, or nothing: the variables
 // the generated script and its tasks rely on (Slurm's job and step variables, the rendezvous
-// variables ddpgen or the plugin sets, the script's own DDP_* and ddpgen_* names, and bash's
-// variables that change how the script runs). The message names the fix where there is one.
+// variables ddpgen or the plugin sets and torchrun's PET_* rendezvous options, the script's own
+// DDP_* and ddpgen_* names, srun's SLURM_EXPORT_ENV, and bash's variables that change how the
+// script runs). The message names the fix where there is one.
 std::optional<std::string> reserved(std::string_view name);
 
 // The end of the run-time reference that expands at text[at]: "${NAME}", or "${NAME:-TEXT}" whose

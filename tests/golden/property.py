@@ -15,8 +15,9 @@ render a script that, run by bash with stub commands first on a PATH holding not
     ignores every #SBATCH after it).
 Comment-only fields (description, notes, ...) must change no command at all. In the fields
 that take run-time references (args, env values, output, error, checkpoint.dir, container.*,
-the script, task_prefix, srun options, a job's modules and activate, where a leading ~ is
-${HOME}),
+the script, task_prefix, srun options, a job's modules and activate; in the script, the first
+word of python and task_prefix, activate, checkpoint.dir and the container's image and mounts a
+leading ~ is ${HOME}),
 and a sweep's values (which task 0 exports as SWEEP_P and passes on through ${SWEEP_P}),
 ${NAME} of an allowed name arrives expanded as the batch shell has it (--output and --error as
 sbatch's %j, %x, ... patterns) and every other byte as written; pre: and post: are code by
@@ -557,6 +558,7 @@ def check_arrival(where, kind, value, job, profile, script, log, batch_env):
         ok = any(args == want for args, _ in by_name.get("module", []))
         return None if ok else f"no module call {want!r}"
     if kind == "checkpoint":
+        b = expand_refs(home_tilde(value), env).encode()
         if srun_env.get(b"DDP_CHECKPOINT_DIR") != b:
             return f"DDP_CHECKPOINT_DIR is {srun_env.get(b'DDP_CHECKPOINT_DIR')!r}"
         if not any(args == [b"-p", b"--", b] for args, _ in by_name.get("mkdir", [])):
@@ -568,8 +570,10 @@ def check_arrival(where, kind, value, job, profile, script, log, batch_env):
     if kind in ("image", "bind"):
         runtime = get_path(profile, "container.runtimes.0")
         c = job["container"]
-        mounts = profile["container"]["binds"] + c["mounts"]
-        image, workdir = expand_refs(c["image"], env).encode(), expand_refs(c["workdir"], env)
+        # The image and the mounts are host paths: a leading ~ is ${HOME}; the workdir is not.
+        mounts = [home_tilde(m) for m in profile["container"]["binds"] + c["mounts"]]
+        image = expand_refs(home_tilde(c["image"]), env).encode()
+        workdir = expand_refs(c["workdir"], env)
         if runtime == "pyxis":
             want = [b"--container-image=" + image,
                     b"--container-mounts=" + ",".join(expand_refs(m, env) for m in mounts).encode()]

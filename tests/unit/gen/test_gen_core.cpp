@@ -227,6 +227,30 @@ TEST(GenPlan, WarnsOfRespawnsBeyondTheSpares) {
   }
 }
 
+// A leading "~" is the home directory in the paths ddpgen creates; elsewhere it stays as
+// written, and a warning says so.
+TEST(GenPlan, LeadingTildeIsHomeInPathsAndWarnedElsewhere) {
+  auto profile = decode_profile(*read_profile_doc("node: {gpus: 1, cores: 8}\n"
+                                                  "partitions: [{name: gpu}]\n",
+                                                  "p.yaml"),
+                                Profile{});
+  ASSERT_TRUE(profile) << profile.error().to_string();
+  auto job = decode_job(
+      "time: \"10\"\nscript: t.py\nlauncher: srun\ncheckpoint: {dir: ~/ck}\n"
+      "logs: {dir: ~/logs}\nargs: [--data, ~/data]\nenv: {DATA: ~/data, HOME_OK: \"a~b\"}\n",
+      "job.yaml", {});
+  ASSERT_TRUE(job) << job.error().to_string();
+  auto p = plan(*job, *profile);
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_EQ(p->checkpoint_dir, "${HOME}/ck");
+  EXPECT_EQ(p->logs_dir, "${HOME}/logs");
+  std::vector<std::string> warned;
+  for (const auto& w : p->warnings)
+    if (w.message.find("leading \"~\"") != std::string::npos)
+      warned.push_back(w.message.substr(0, w.message.find(':')));
+  EXPECT_EQ(warned, (std::vector<std::string>{"\"args[1]\"", "\"env.DATA\""}));
+}
+
 TEST(GenProfile, GresTypeIsAPlainName) {
   auto r = decode_profile(*read_profile_doc("node: {gpus: 1, gpu_type: \"v100\\n#SBATCH -p x\"}\n"
                                             "partitions: [{name: gpu}]\n",

@@ -39,6 +39,27 @@ TEST(GenOptions, ComputedOptionsNameTheKeyToSet) {
       {"--kill-on-bad-exit=0", Source::job_srun, "always passes"},
       {"--ntasks=8", Source::job_srun, "procs_per_node"},
       {"--container-image=x", Source::job_srun, "container.image"},
+      // --export keeps the script's environment only with ALL first, in any case and as any
+      // abbreviation Slurm reads as it.
+      {"--export=ALL,FOO=1", Source::job_sbatch, nullptr},
+      {"--export=all", Source::job_srun, nullptr},
+      {"--export-file=vars", Source::job_sbatch, nullptr},
+      {"--export=NONE", Source::job_sbatch, "leave --export out"},
+      {"--export=none", Source::job_sbatch, "leave --export out"},
+      {"--export=Nil", Source::profile_sbatch, "leave --export out"},
+      {"--export=FOO", Source::job_sbatch, "leave --export out"},
+      {"--export=FOO,ALL", Source::job_srun, "leave --export out"},
+      {"--expor=NONE", Source::job_sbatch, "an abbreviation of --export"},
+      {"--exp=FOO", Source::job_srun, "an abbreviation of --export"},
+      {"--cpus-per-g=4", Source::job_sbatch, "an abbreviation of --cpus-per-gpu"},
+      {"--cpus-per-gpu=4", Source::job_srun, "\"cpus_per_task\""},
+      {"--tres-per-t=gres/gpu:1", Source::job_sbatch, "\"gpus_per_node\""},
+      {"--tres-per-task=gres/gpu:1", Source::job_srun, "\"gpus_per_node\""},
+      {"--tres-per-task=cpu=2", Source::job_srun, nullptr},
+      {"--tres-bind=gres/gpu:closest", Source::job_srun, nullptr},
+      {"--gre=gpu:1", Source::job_sbatch, "an abbreviation of --gres"},
+      {"--gre=gpu:1", Source::job_srun, "\"gpus_per_node\""},
+      {"--gres-flags=enforce-binding", Source::job_sbatch, nullptr},
   };
   for (const auto& c : cases) {
     const auto problem = options::problem(c.token, c.source);
