@@ -14,7 +14,7 @@
 # Every other release is tested in its Debian userland (tests/cluster/userland.sh: a chroot under
 # /tmp/ddp-userland, made on first use in a few minutes, about 2 GB, reused after): every
 # product is configured and built there with its compiler and libraries into
-# build-slurm-RELEASE/ (in the background, beside this machine's build, while this machine's
+# build-slurm-RELEASE/ (in the background, at the lowest CPU priority, while this machine's
 # release is tested), the unit tests of the step core and the plugin run there (label
 # release), and the cluster suites whose outcome
 # depends on the release (DDP_RELEASE_SUITES, below) run the cluster of that release
@@ -118,7 +118,7 @@ for release in "${releases[@]}"; do
 done
 
 # Each other release runs whole in the background, from the start: its userland (made on first
-# use: mostly downloading and unpacking), its build (beside this machine's), its unit tests
+# use: mostly downloading and unpacking), its build (at the lowest CPU priority), its unit tests
 # in the userland, then its cluster suites on an embedded cluster of its own (ids 1, 2, ...),
 # while this machine's release is built and tested. Cluster suites mostly wait on timeouts and
 # schedulers, so a release's suites run beside this machine's at little cost, and they start
@@ -148,9 +148,9 @@ release_step() {  # NAME COMMAND...: runs COMMAND, appends "SECONDS (CPU-s) NAME
 }
 release_build() {
   echo "== build of the products and the release's tests against Slurm $release (warnings are errors)"
-  "$userland" exec "$release" cmake -S "$root" -B "$dir" -DDDP_WERROR=ON \
+  nice -n 19 "$userland" exec "$release" cmake -S "$root" -B "$dir" -DDDP_WERROR=ON \
     "${relwithdebinfo[@]}" "${unity[@]}" -DDDP_CLUSTER_SLURM="$release" &&
-    "$userland" exec "$release" cmake --build "$dir" -j"$jobs" "${release_target[@]}"
+    nice -n 19 "$userland" exec "$release" cmake --build "$dir" -j"$jobs" "${release_target[@]}"
 }
 release_units() {
   "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -j"$jobs" \
@@ -189,15 +189,16 @@ cmake -S "$root" -B "$root/build" -DDDP_WERROR=ON -DDDP_BUILD_BENCHMARKS=ON \
 cmake --build "$root/build" -j"$jobs"
 
 # The sanitizer and fuzzer builds, like the releases', compile in the background from the end
-# of this machine's build, at a lower CPU priority: the cluster suites of the ctest stage mostly
-# wait on timeouts and schedulers, and these builds use that time. Their tests run after ctest.
+# of this machine's build, at the lowest CPU priority: the cluster suites of the ctest stage
+# mostly wait on timeouts and schedulers, and these builds take only the CPU time nothing else
+# wants (the suites' timeouts keep their margins). Their tests run after ctest, alone.
 # Output: /tmp/ddp-sanitizers.out; seconds: /tmp/ddp-sanitizers.times.
 sanitizer_builds() {
   if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
     echo "== ASan + UBSan build (build-asan)"
     cmake -S "$root" -B "$root/build-asan" -DDDP_WERROR=ON -DDDP_SANITIZE=ON \
       -DDDP_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 "${unity[@]}" &&
-      nice -n 10 cmake --build "$root/build-asan" -j"$jobs" || return
+      nice -n 19 cmake --build "$root/build-asan" -j"$jobs" || return
   fi
   if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
     # Only the core: clang-16, no Slurm.
@@ -205,7 +206,7 @@ sanitizer_builds() {
     cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++-16 -DDDP_WERROR=ON \
       -DDDP_BUILD_FUZZERS=ON -DDDP_SANITIZE=ON -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_PLUGIN=OFF \
       -DDDP_BUILD_CHECK=OFF -DDDP_BUILD_GEN=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}" &&
-      nice -n 10 cmake --build "$root/build-fuzz" -j"$jobs" || return
+      nice -n 19 cmake --build "$root/build-fuzz" -j"$jobs" || return
   fi
 }
 if [[ "${DDP_SKIP_ASAN:-0}" != 1 || "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then

@@ -50,7 +50,7 @@ import socket, sys, time
 s = socket.socket(); s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(); time.sleep(300)' \
     "$SUBNET.11" "$port" &
   holder_pid=$!
-  sleep 1
+  await_bound node01 tcp "$port"
   for kind in required optional; do
     "$CLUSTER" set-plugstack-kind "$kind"
     start=$EPOCHREALTIME
@@ -86,6 +86,20 @@ s = socket.socket(); s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(); time.s
 
 # Adds two more addresses to node01's eth0, reachable from the other nodes through on-link
 # routes, so that the head's name has several addresses, as with Ethernet and InfiniBand.
+# await_bound NODE PROTO PORT: waits (up to 60 s) until a socket of PROTO (tcp, udp) is bound to
+# PORT in NODE's network namespace; a python3 that binds it can take seconds to start on a
+# loaded machine.
+await_bound() {
+  local flag=-Hltn
+  [[ $2 == udp ]] && flag=-Hlun
+  for _ in $(seq 600); do
+    [[ -n $(nsenter --net="/run/netns/$(netns "$1")" ss "$flag" "sport = :$3") ]] && return 0
+    sleep 0.1
+  done
+  echo "# nothing bound $2 port $3 on $1 in 60 s" >&3
+  return 1
+}
+
 add_extra_addresses() {
   extra_addresses="172.30.$DDP_CLUSTER_ID.11/24 192.168.$DDP_CLUSTER_ID.11/24"
   local a node
@@ -186,7 +200,7 @@ with open(sys.argv[2], "a", buffering=1) as log:
             i += 1 + packet[i]
         print(".".join(labels), file=log)' "$SUBNET.10" "$queries" &
   holder_pid=$!
-  sleep 1
+  await_bound login udp 53
   # node01-dns is in no hosts file, so every node's resolver must ask that server, and glibc
   # itself would wait 30 s (set-dns: one try of 30 s).
   "$CLUSTER" set-dns "$SUBNET.10"
