@@ -121,12 +121,16 @@ std::optional<std::string> agent_binding_refusal(const AgentHello& hello, const 
 }
 
 std::optional<std::string> agent_name_refusal(std::string_view claimed,
-                                              const std::vector<std::string>& expected) {
-  for (const std::string& node : expected) {
-    if (same_node(claimed, node)) return std::nullopt;
-  }
+                                              const std::vector<std::string>& expected,
+                                              const std::vector<std::string>& step) {
+  auto names = [&](const std::vector<std::string>& nodes) {
+    return std::any_of(nodes.begin(), nodes.end(),
+                       [&](const std::string& node) { return same_node(claimed, node); });
+  };
+  if (names(expected)) return std::nullopt;
   if (expected.empty()) return "the step has no node at its address";
   const bool one = expected.size() == 1;
+  if (one && !names(step)) return std::nullopt;
   return "it claims node " + std::string(claimed) + ", but the step's node" + (one ? "" : "s") +
          " at its address " + (one ? "is " : "are ") + text::join(expected, ", ");
 }

@@ -52,12 +52,18 @@ std::optional<std::string> agent_binding_refusal(const AgentHello& hello, const 
                                                  AuthMode mode);
 
 // Why rank 0 refuses an agent that claims node `claimed` from an address at which the step
-// expects the nodes `expected` (those whose ranks said hello from that address); nullopt when
-// the claim names one of them (same_node(): the part before the first dot decides). Without
-// it, an agent on one node's address could stand for another node, and the figures measured
-// with it would be that node's.
+// expects the nodes `expected` (those whose ranks said hello from that address; `step`: every
+// node of the step); nullopt when it may stand for that address's node. Names compare by
+// same_node() (the part before the first dot). The claim must not name a node of the step
+// that said hello from elsewhere: without that, an agent on one node's address could stand
+// for another node, and the figures measured with it would be that node's. A name that is no
+// node of the step is the address's node when the address has one: the agent names its node
+// as Slurm does (SLURMD_NODENAME), the ranks' hellos by its host name, and a site's NodeName
+// need not be the host's name (NodeHostname). Where several nodes share the address
+// (loopback), the claim must name one of them.
 std::optional<std::string> agent_name_refusal(std::string_view claimed,
-                                              const std::vector<std::string>& expected);
+                                              const std::vector<std::string>& expected,
+                                              const std::vector<std::string>& step);
 
 // The pairwise phase's port from MASTER_PORT: MASTER_PORT + 1, or MASTER_PORT - 1 for 65535 (a
 // port never wraps to 0); an error for a MASTER_PORT outside 1-65535.

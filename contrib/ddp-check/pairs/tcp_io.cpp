@@ -298,7 +298,7 @@ std::optional<std::string> admit_agent(const PairsSetup& s, const Registrations&
                                       s.auth.uid))
       return why;
   }
-  if (auto why = agent_name_refusal(hello->node, expected)) return why;
+  if (auto why = agent_name_refusal(hello->node, expected, s.nodes)) return why;
   for (const auto& a : r.agents) {
     if (a && same_node(a->name, hello->node)) return "node " + hello->node + " registered already";
   }

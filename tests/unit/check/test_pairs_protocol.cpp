@@ -87,24 +87,28 @@ TEST(AgentHello, BoundToTheStepAndSignedWhenTheCheckIs) {
   EXPECT_FALSE(agent_binding_refusal(h, own, AuthMode::none));
 }
 
-// An agent stands for a node expected at the address it connected from, and for no other.
+// An agent stands for the node expected at the address it connected from, never for another
+// node of the step.
 TEST(AgentName, OnlyANodeExpectedAtItsAddress) {
   const std::vector<std::string> one = {"node02"};
-  EXPECT_FALSE(agent_name_refusal("node02", one));
-  EXPECT_FALSE(agent_name_refusal("node02.cluster", one));  // the host's full name
-  EXPECT_FALSE(agent_name_refusal("node02", {"node02.cluster"}));
-  EXPECT_EQ(agent_name_refusal("node03", one),
+  const std::vector<std::string> step = {"node01", "node02", "node03"};
+  EXPECT_FALSE(agent_name_refusal("node02", one, step));
+  EXPECT_FALSE(agent_name_refusal("node02.cluster", one, step));  // the host's full name
+  EXPECT_FALSE(agent_name_refusal("node02", {"node02.cluster"}, {"node02.cluster"}));
+  EXPECT_EQ(agent_name_refusal("node03", one, step),
             "it claims node node03, but the step's node at its address is node02");
-  EXPECT_EQ(agent_name_refusal("node020", one),
-            "it claims node node020, but the step's node at its address is node02");
-  EXPECT_EQ(agent_name_refusal("node03.cluster", {"node02.cluster"}),
+  EXPECT_EQ(agent_name_refusal("node03.cluster", {"node02.cluster"},
+                               {"node02.cluster", "node03.cluster"}),
             "it claims node node03.cluster, but the step's node at its address is node02.cluster");
+  // Slurm's NodeName is not the host's name (NodeHostname=ip-10-0-0-12): the address decides.
+  EXPECT_FALSE(
+      agent_name_refusal("gpu-st-p4d-2", {"ip-10-0-0-12"}, {"ip-10-0-0-11", "ip-10-0-0-12"}));
   // One address for several nodes (loopback): any of them, none other.
   const std::vector<std::string> shared = {"node0", "node1", "node2"};
-  EXPECT_FALSE(agent_name_refusal("node1", shared));
-  EXPECT_EQ(agent_name_refusal("node3", shared),
+  EXPECT_FALSE(agent_name_refusal("node1", shared, shared));
+  EXPECT_EQ(agent_name_refusal("node3", shared, shared),
             "it claims node node3, but the step's nodes at its address are node0, node1, node2");
-  EXPECT_EQ(agent_name_refusal("node0", {}), "the step has no node at its address");
+  EXPECT_EQ(agent_name_refusal("node0", {}, step), "the step has no node at its address");
 }
 
 TEST(PairsPort, StaysInRangeAndNeverWraps) {
