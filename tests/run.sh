@@ -188,43 +188,6 @@ cmake -S "$root" -B "$root/build" -DDDP_WERROR=ON -DDDP_BUILD_BENCHMARKS=ON \
   -DDDP_SITES_CLUSTER_ID="${DDP_SITES_CLUSTER_ID:-5}"
 cmake --build "$root/build" -j"$jobs"
 
-# The sanitizer and fuzzer builds, like the releases', compile in the background from the end
-# of this machine's build, at the lowest CPU priority: the cluster suites of the ctest stage
-# mostly wait on timeouts and schedulers, and these builds take only the CPU time nothing else
-# wants (the suites' timeouts keep their margins). Their tests run after ctest, alone.
-# Output: /tmp/ddp-sanitizers.out; seconds: /tmp/ddp-sanitizers.times.
-sanitizer_builds() {
-  if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
-    echo "== ASan + UBSan build (build-asan)"
-    cmake -S "$root" -B "$root/build-asan" -DDDP_WERROR=ON -DDDP_SANITIZE=ON \
-      -DDDP_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 "${unity[@]}" &&
-      nice -n 19 cmake --build "$root/build-asan" -j"$jobs" || return
-  fi
-  if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
-    # Only the core: clang-16, no Slurm.
-    echo "== libFuzzer build (build-fuzz)"
-    cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++-16 -DDDP_WERROR=ON \
-      -DDDP_BUILD_FUZZERS=ON -DDDP_SANITIZE=ON -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_PLUGIN=OFF \
-      -DDDP_BUILD_CHECK=OFF -DDDP_BUILD_GEN=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}" &&
-      nice -n 19 cmake --build "$root/build-fuzz" -j"$jobs" || return
-  fi
-}
-if [[ "${DDP_SKIP_ASAN:-0}" != 1 || "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
-  set -m
-  (
-    start=$SECONDS rc=0 times_file=$(mktemp)
-    children_cs cpu0
-    sanitizer_builds || rc=$?
-    children_cs cpu1
-    rm -f "$times_file"
-    printf '%5ds %6s  ASan + UBSan and libFuzzer builds, in the background%s\n' $((SECONDS - start)) \
-      "($(((cpu1 - cpu0) / 100)))" "$( ((rc == 0)) || echo " (FAILED rc=$rc)")" >/tmp/ddp-sanitizers.times
-    exit "$rc"
-  ) >/tmp/ddp-sanitizers.out 2>&1 &
-  preparing[sanitizers]=$!
-  set +m
-fi
-
 if ((host_tested)); then
   stage "ctest: unit, golden and real-cluster tests (Slurm $host)"
   ctest --test-dir "$root/build" --output-on-failure --timeout 900 -j"$jobs"
@@ -233,25 +196,18 @@ else
   ctest --test-dir "$root/build" --output-on-failure --timeout 900 -j"$jobs" -LE cluster
 fi
 
-if [[ -n ${preparing[sanitizers]:-} ]]; then
-  stage "ASan + UBSan and libFuzzer builds: waiting for them (in the background since the build)"
-  rc=0
-  wait "${preparing[sanitizers]}" || rc=$?
-  unset "preparing[sanitizers]"
-  if ((rc != 0)); then cat /tmp/ddp-sanitizers.out; else tail -n 2 /tmp/ddp-sanitizers.out; fi
-  mapfile -t -O "${#timings[@]}" timings </tmp/ddp-sanitizers.times
-  ((rc == 0)) || { echo "the sanitizer builds failed (above)" >&2; exit "$rc"; }
-fi
-
 if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
   # The cluster tests load the plugin into Debian's slurmstepd, which has no sanitizer runtime;
   # they run on the plain build above. Everything else runs again under the sanitizers, and
   # ddpgen's and ddp-watch's fuzz targets run here, built from this build's cores (one
   # instrumented compile of each core, not two).
+  stage "ASan + UBSan: unit and golden tests, the ddpgen and ddp-watch fuzz targets"
+  cmake -S "$root" -B "$root/build-asan" -DDDP_WERROR=ON -DDDP_SANITIZE=ON \
+    -DDDP_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 "${unity[@]}"
+  nice -n 10 cmake --build "$root/build-asan" -j"$jobs"
   # What the sanitizers cannot add to is left to the plain build above: the lints read sources,
   # and bash -n and shellcheck read scripts that are byte for byte the ones the plain ddpgen
   # rendered (the render tests here still run the sanitized ddpgen on every case).
-  stage "ASan + UBSan: unit and golden tests, the ddpgen and ddp-watch fuzz targets"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs" -LE cluster \
     -E '^(lint[.]|(golden|corpus)[.](bash-n|shellcheck)[.])'
@@ -259,8 +215,12 @@ fi
 
 if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
   # The parsers of what users and admins write, under libFuzzer + ASan + UBSan, 20 s each from
-  # the checked-in corpus (tests/fuzz/corpus).
+  # the checked-in corpus (tests/fuzz/corpus). Only the core is built: clang-16, no Slurm.
   stage "libFuzzer: hostlist, tasks per node, plugstack arguments, env_file"
+  cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++-16 -DDDP_WERROR=ON \
+    -DDDP_BUILD_FUZZERS=ON -DDDP_SANITIZE=ON -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_PLUGIN=OFF \
+    -DDDP_BUILD_CHECK=OFF -DDDP_BUILD_GEN=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}"
+  nice -n 10 cmake --build "$root/build-fuzz" -j"$jobs"
   ctest --test-dir "$root/build-fuzz" --output-on-failure -j"$jobs" -L fuzz
 fi
 
