@@ -23,8 +23,9 @@ util=$root/contrib/libddp/util
 flags=(-std=c++2b -g -O1 "-fsanitize=fuzzer,address,undefined" -fno-sanitize-recover=all
        -I "$here/compat" -I "$root/contrib")
 if ! "$cxx" "${flags[@]}" "$here/fuzz_wire.cpp" "$src/rendezvous/hello.cpp" \
-  "$src/rendezvous/admit.cpp" "$src/pairs/protocol.cpp" "$src/nccl/bandwidth.cpp" \
-  "$util/text.cpp" -o "$out/fuzz_wire" 2>"$out/build.log"; then
+  "$src/rendezvous/admit.cpp" "$src/rendezvous/suspects.cpp" "$src/pairs/protocol.cpp" \
+  "$src/nccl/bandwidth.cpp" "$util/suspect.cpp" "$util/text.cpp" -o "$out/fuzz_wire" \
+  2>"$out/build.log"; then
   if grep -q 'libclang_rt.fuzzer\|cannot find.*fuzzer' "$out/build.log"; then
     echo "SKIPPED: clang's libFuzzer runtime is missing (libclang-rt-14-dev)"
     exit 77
