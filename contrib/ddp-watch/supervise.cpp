@@ -4,7 +4,6 @@
 #include "ddp-watch/supervise.hpp"
 
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "ddp-watch/slurm.hpp"
 #include "ddp-watch/supervise_core.hpp"
 #include "libddp/sys/exec.hpp"
+#include "libddp/sys/system.hpp"
 
 namespace ddp::watch {
 namespace {
@@ -54,15 +54,7 @@ std::string env_or(const char* name, std::string fallback) {
 // 16 lowercase hex digits from the kernel's random source: a run tag (suspect.hpp) nobody can
 // have printed before this run; "" when there is no randomness to be had (no tag is asked for).
 std::string fresh_run_tag() {
-  unsigned char bytes[8];
-  if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return "";
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += k_hex[b >> 4];
-    out += k_hex[b & 15];
-  }
-  return out;
+  return sys::random_hex(8).value_or("");
 }
 
 // The job's variables, and a fresh run tag: each Watch is one run of its command.

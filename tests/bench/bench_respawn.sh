@@ -89,6 +89,7 @@ JOB
   t_submit=$(now)
   job=$(cd "$dir" && "$cluster" run env PATH="$work/bin:/usr/sbin:/usr/bin:/sbin:/bin" sbatch --parsable job.slurm)
   deadline=$((SECONDS + 180))
+  local finished
   if [[ $fault == hang ]]; then
     until grep -q "^ddp-watch: verdict: " "$dir/job.out" 2>/dev/null; do
       ((SECONDS < deadline)) || die "job $job ($kind): no verdict in 180 s"
@@ -99,38 +100,32 @@ JOB
       ((SECONDS < deadline + 120)) || die "job $job ($kind): no new step in 300 s"
       sleep 0.05
     done
-    t_resumed=$(now)
-    until [[ $("$cluster" run squeue -h -j "$job" 2>/dev/null) == "" ]]; do
-      ((SECONDS < deadline + 240)) || die "job $job ($kind): still running after 420 s"
-      sleep 0.2
+    finished="done 8 steps world 3"
+  else
+    until grep -q "^epoch 2/5 loss " "$dir/job.out" 2>/dev/null; do
+      ((SECONDS < deadline)) || die "job $job ($kind): no epoch 2 in 180 s"
+      sleep 0.1
     done
-    grep -q "^done 8 steps world 3$" "$dir/job.out" || die "job $job ($kind) did not finish its training"
-    awk -v k="$kind" -v f="$t_fault" -v r="$t_resumed" -v s="$t_submit" -v e="$(now)" \
-      'BEGIN { printf "%s %.2f %.2f\n", k, r - f, e - s }'
-    return
+    for pid in $(pgrep -f "python3 $example"); do
+      [[ $(ip netns identify "$pid" 2>/dev/null) == "$(netns node02)" ]] || continue
+      grep -qz "^DDP_CHECKPOINT_DIR=$dir/ckpt$" "/proc/$pid/environ" 2>/dev/null || continue
+      kill -BUS "$pid"
+      t_fault=$(now)
+      break
+    done
+    [[ -n ${t_fault:-} ]] || die "job $job ($kind): no training process on node02"
+    until grep -q "^resumed from epoch " "$dir/job.out" 2>/dev/null; do
+      ((SECONDS < deadline + 120)) || die "job $job ($kind): no resumed step in 300 s"
+      sleep 0.05
+    done
+    finished="weights identical on 3 ranks"
   fi
-  until grep -q "^epoch 2/5 loss " "$dir/job.out" 2>/dev/null; do
-    ((SECONDS < deadline)) || die "job $job ($kind): no epoch 2 in 180 s"
-    sleep 0.1
-  done
-  for pid in $(pgrep -f "python3 $example"); do
-    [[ $(ip netns identify "$pid" 2>/dev/null) == "$(netns node02)" ]] || continue
-    grep -qz "^DDP_CHECKPOINT_DIR=$dir/ckpt$" "/proc/$pid/environ" 2>/dev/null || continue
-    kill -BUS "$pid"
-    t_fault=$(now)
-    break
-  done
-  [[ -n ${t_fault:-} ]] || die "job $job ($kind): no training process on node02"
-  until grep -q "^resumed from epoch " "$dir/job.out" 2>/dev/null; do
-    ((SECONDS < deadline + 120)) || die "job $job ($kind): no resumed step in 300 s"
-    sleep 0.05
-  done
   t_resumed=$(now)
   until [[ $("$cluster" run squeue -h -j "$job" 2>/dev/null) == "" ]]; do
     ((SECONDS < deadline + 240)) || die "job $job ($kind): still running after 420 s"
     sleep 0.2
   done
-  grep -qx "weights identical on 3 ranks" "$dir/job.out" || die "job $job ($kind) did not finish its training"
+  grep -qx "$finished" "$dir/job.out" || die "job $job ($kind) did not finish its training"
   awk -v k="$kind" -v f="$t_fault" -v r="$t_resumed" -v s="$t_submit" -v e="$(now)" \
     'BEGIN { printf "%s %.2f %.2f\n", k, r - f, e - s }'
 }

@@ -12,7 +12,6 @@
 #include "ddp-check/pairs/tcp_io.hpp"
 
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -32,6 +31,7 @@
 #include "ddp-check/pairs/protocol.hpp"
 #include "ddp-check/rendezvous/auth.hpp"
 #include "ddp-check/rendezvous/suspects.hpp"
+#include "libddp/sys/system.hpp"
 #include "libddp/util/suspect.hpp"
 #include "libddp/util/text.hpp"
 
@@ -63,16 +63,13 @@ std::string fixed(double v, const char* format) {
 
 // A fresh nonce of k_nonce_chars lowercase hex digits.
 std::string fresh_nonce() {
-  unsigned char bytes[k_nonce_chars / 2];
-  if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
-    std::random_device rd;
-    for (auto& b : bytes) b = static_cast<unsigned char>(rd());
-  }
-  static constexpr char k_hex[] = "0123456789abcdef";
+  if (auto hex = sys::random_hex(k_nonce_chars / 2)) return *hex;
+  std::random_device rd;
   std::string out;
-  for (unsigned char b : bytes) {
-    out += k_hex[b >> 4];
-    out += k_hex[b & 15];
+  char two[3];
+  while (out.size() < k_nonce_chars) {
+    std::snprintf(two, sizeof two, "%02x", static_cast<unsigned>(rd()) & 0xffu);
+    out += two;
   }
   return out;
 }

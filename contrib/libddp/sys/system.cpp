@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -305,6 +306,18 @@ Result<EnvList> socket_ifname_for(const std::string& master_addr, const AddressP
   auto name = interface_for_route(*source, interfaces, master_addr);
   if (!name) return fail(name.error().message);
   return socket_ifname_environment(*name);
+}
+
+std::optional<std::string> random_hex(std::size_t bytes) {
+  std::vector<unsigned char> raw(bytes);
+  if (getrandom(raw.data(), raw.size(), 0) != static_cast<ssize_t>(raw.size())) return std::nullopt;
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : raw) {
+    out += k_hex[b >> 4];
+    out += k_hex[b & 15];
+  }
+  return out;
 }
 
 }  // namespace ddp::sys

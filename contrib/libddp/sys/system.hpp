@@ -78,4 +78,8 @@ Result<EnvList> socket_ifname_for(const std::string& master_addr, const AddressP
 // driver. Reads one directory: no library, no device is opened.
 std::optional<std::uint32_t> nvidia_gpus();
 
+// 2 * `bytes` lowercase hex digits from the kernel's random source (getrandom), for a value
+// nobody can have guessed or printed before; nullopt when the kernel gives too few.
+std::optional<std::string> random_hex(std::size_t bytes);
+
 }  // namespace ddp::sys
