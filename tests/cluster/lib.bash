@@ -128,15 +128,29 @@ run_again_after_slurmd_crash() {
 }
 
 # Torch where the tasks run: the userland of the cluster's Slurm release (DDP_SLURM_RELEASE, set
-# by ctest for a build-slurm-RELEASE/ build), else this machine.
+# by ctest for a build-slurm-RELEASE/ build), else this machine. An import costs about 2 CPU
+# seconds (Debian's torch loads some 300 shared libraries), and the suites ask before most
+# tests: the first import that works since the cluster came up leaves a mark in its run
+# directory (cleared by `cluster.sh up`), which the later ones take as the answer.
 need_torch() {
+  local mark=$DDP_CLUSTER_DIR/run/torch-imports-${DDP_SLURM_RELEASE:-host}
+  [[ ! -e $mark ]] || return 0
   if [[ -n ${DDP_SLURM_RELEASE:-} ]]; then
     "$REPO/tests/cluster/userland.sh" exec "$DDP_SLURM_RELEASE" /usr/bin/python3 -c 'import torch' \
       2>/dev/null || skip "python3-torch missing in Slurm $DDP_SLURM_RELEASE's userland (tests/cluster/userland.sh)"
-    return
+  else
+    /usr/bin/python3 -c 'import torch' 2>/dev/null ||
+      skip "Debian's python3-torch is not installed (bash contrib/install-deps.sh)"
   fi
-  /usr/bin/python3 -c 'import torch' 2>/dev/null ||
-    skip "Debian's python3-torch is not installed (bash contrib/install-deps.sh)"
+  if [[ -d ${mark%/*} ]]; then : >"$mark"; fi
+}
+
+# For a test that runs only this machine's python3 and no Slurm command (the example's own
+# checkpoint code): on another release's cluster it would repeat, byte for byte, the run of
+# this machine's suite, so it skips there, saying so.
+only_on_this_machines_release() {
+  [[ -z ${DDP_SLURM_RELEASE:-} ]] ||
+    skip "runs this machine's python3 without Slurm: the same test on this machine's release covers it"
 }
 
 need_ddpgen() {
