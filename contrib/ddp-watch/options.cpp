@@ -113,6 +113,14 @@ constexpr Row k_table[] = {
       .help = "with --respawn-check: run the check on every node of the job before the\n"
               "first step too; the first step avoids up to K nodes it names, no requeue"},
      [](Options& o, const Value&) { o.first_check = true; }},
+    {{.name = "--check-tasks-per-node",
+      .kind = cli::Kind::number,
+      .arg = "N",
+      .help = "with --respawn-check: the checks' tasks per node (default 1); the\n"
+              "preflight's, for a check of every rank's place as the step has them",
+      .min = 1,
+      .max = 1024},
+     [](Options& o, const Value& v) { o.check_tasks_per_node = whole(v); }},
     {{.name = "--launchers",
       .help = "the command's tasks are per-node launchers (torchrun or one like it,\n"
               "whatever its name): ranks are told by the workers' own RANK, never by\n"
@@ -163,6 +171,9 @@ std::optional<std::string> respawn_refusal(const Options& o) {
   }
   if (o.spares == 0 && !o.respawn_check.empty()) {
     return "ddp-watch: --respawn-check needs --spares (it checks the nodes of a new step)";
+  }
+  if (o.check_tasks_per_node != 0 && o.respawn_check.empty()) {
+    return "ddp-watch: --check-tasks-per-node needs --respawn-check (the check it shapes)";
   }
   if (o.first_check && o.respawn_check.empty()) {
     return "ddp-watch: --first-check needs --respawn-check (the check it runs on every node)";

@@ -32,6 +32,7 @@ struct Options {
   long respawn_max = -1;     // --respawn-max M: respawns with --spares; -1 = the spares
   std::vector<std::string> respawn_check;  // --respawn-check "WORDS": the check before a respawn
   bool first_check = false;  // --first-check: the check on every node before the first step too
+  long check_tasks_per_node = 0;  // --check-tasks-per-node N: the checks' tasks per node; 0 = 1
   bool launchers = false;    // --launchers: the tasks are per-node launchers, whatever their name
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one

@@ -63,8 +63,14 @@ std::optional<CheckInvocation> preflight_check(const Plan& plan) {
                          .pairs_threshold = p.pairs ? p.pairs_threshold : std::nullopt};
 }
 
+bool preflight_step(const Plan& plan) {
+  if (!plan.preflight) return false;
+  const auto training = training_watch(plan);
+  return !(training && training->first_check);
+}
+
 std::optional<WatchInvocation> preflight_watch(const Plan& plan) {
-  if (!plan.preflight || !plan.heal) return std::nullopt;
+  if (!preflight_step(plan) || !plan.heal) return std::nullopt;
   WatchInvocation w;
   w.timeout = {.value = plan.preflight->timeout,
                .env = "DDP_CHECK_TIMEOUT",
@@ -91,8 +97,14 @@ std::optional<WatchInvocation> training_watch(const Plan& plan) {
     w.spares = plan.spares;
     w.respawn_max = plan.heal->max_respawns;
     // The preflight again on a respawn's nodes: it runs under srun --ddp, as the plugin's
-    // preflight does (the no-plugin script's preflight needs the script's own setup).
-    if (plan.plugin) w.respawn_check = preflight_check(plan);
+    // preflight does (the no-plugin script's preflight needs the script's own setup). It is
+    // also the preflight itself (--first-check): ddp-watch checks every node of the job, the
+    // spares included, and the first step avoids the nodes it names instead of a requeue.
+    if (plan.plugin && plan.preflight) {
+      w.respawn_check = preflight_check(plan);
+      w.first_check = true;
+      if (plan.preflight_tasks_per_node > 1) w.check_tasks_per_node = plan.preflight_tasks_per_node;
+    }
   }
   return w;
 }
@@ -118,6 +130,9 @@ std::vector<std::string> words(const WatchInvocation& w) {
   if (w.spares) out.push_back(literal("--spares", std::to_string(*w.spares)));
   if (w.respawn_max) out.push_back(literal("--respawn-max", std::to_string(*w.respawn_max)));
   if (w.respawn_check) out.push_back(expanding("--respawn-check", check_text(*w.respawn_check)));
+  if (w.first_check) out.emplace_back("--first-check");
+  if (w.check_tasks_per_node)
+    out.push_back(literal("--check-tasks-per-node", std::to_string(*w.check_tasks_per_node)));
   if (w.launchers) out.emplace_back("--launchers");
   return out;
 }

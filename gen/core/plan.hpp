@@ -73,6 +73,7 @@ struct Plan {
   // preflight: the srun options of the ddp-check step: the training step's layout, without
   // the container (ddp-check checks the host's fabric and is installed on the host).
   std::vector<Word> preflight_words;
+  long preflight_tasks_per_node = 0;  // its --ntasks-per-node
   std::vector<Word> container_words;
   bool wrapped = false;            // the command runs under bash -c with per-task code
   std::string wrapper_exec;        // raw bash for the end of that code ("exec ... \"$@\"")

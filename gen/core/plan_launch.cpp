@@ -198,7 +198,10 @@ void add_launch(Plan& plan, const Job& job, const Profile& profile, long tasks_p
     s.push_back({"--cpus-per-task=" + std::to_string(*plan.cpus_per_task), {}});
   // Not --kill-on-bad-exit for the preflight: every rank lives to print its own diagnosis,
   // and ddp-check bounds the step itself.
-  if (plan.preflight) plan.preflight_words = s;
+  if (plan.preflight) {
+    plan.preflight_words = s;
+    plan.preflight_tasks_per_node = tasks_per_node;
+  }
   s.push_back({"--kill-on-bad-exit=1", {}});
   // spares: the training step takes `nodes` of the allocation; ddp-watch adds which. --ntasks
   // too: srun reads the batch shell's SLURM_NTASKS, the tasks of every node of the job.

@@ -312,6 +312,10 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
 // The preflight step: ddp-check's options, and ddp-watch's around it with heal.
 void set_preflight(mu::data& d, const Plan& plan) {
   d.set("preflight", plan.preflight.has_value());
+  // With spares under the plugin, the training's ddp-watch runs the preflight on every node of
+  // the job (--first-check), and the first step avoids the nodes it names: no step of its own.
+  d.set("preflight_step", preflight_step(plan));
+  d.set("preflight_first_check", plan.preflight.has_value() && !preflight_step(plan));
   const Preflight p = plan.preflight.value_or(Preflight{});
   d.set("preflight_timeout", std::to_string(p.timeout));
   d.set("preflight_srun", words(plan.preflight_words));

@@ -176,6 +176,31 @@ field() {
   [ "$output" = "epochs 6 6 losses same weights same" ]
 }
 
+@test "a node that cannot reach the head before training: the first step takes the spare, same job, no requeue" {
+  # node02 loses its route to node01 before the job starts: ddp-watch's check of all four nodes
+  # (the job's preflight, --first-check) names it, and the first step runs on the other three.
+  ip netns exec "$(netns node02)" ip route add blackhole "$SUBNET.11/32"
+  blackholed=node02
+  submit 1 "$k_example" '[--epochs, "3"]'
+  grep -q -- "--first-check" "$work/job.slurm"
+  ended COMPLETED
+  [ "$(field Restarts)" = 0 ]
+  grep -qx "run 0 on node\[01-04\]" "$work/job.out"
+  [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
+  # Without a route to node01, node02 cannot take the check's task: srun's own line names it.
+  grep -qE "^srun: error: Task launch for StepId=$job\.0 failed on node node02: " "$work/job.out"
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1 before the first step: node02 \(unreachable\): srun: Task launch for StepId=$job\.0 failed on node node02: .*; node\[01-03\] -> node\[01,03-04\]; the first step started [0-9.]+ s after the check of every node ended, its nodes checked in between$" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1 (before the first step): node02 (unreachable) node[01-03] -> node[01,03-04] started after $(sed -nE "s/^ddp-watch: respawn: respawn 1 of .*; the first step started ([0-9.]+ s) after .*$/\1/p" "$work/job.out")" ]
+  # The check of the step's own nodes passed before it started; no requeue, no second start.
+  grep -qE "^ddp-check: OK: 3 ranks on 3 nodes reached " "$work/job.out"
+  [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
+  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 1 ]
+  for e in 1 2 3; do
+    [ "$(grep -c "^epoch $e/3 loss " "$work/job.out")" -eq 1 ]
+  done
+  grep -qx "weights identical on 3 ranks" "$work/job.out"
+}
+
 @test "spares: 0: the same fault falls back to exclude-and-requeue" {
   submit 0 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
   grep -qx "#SBATCH --nodes=3" "$work/job.slurm"

@@ -115,6 +115,8 @@ ddp::watch::Options watch_options(const WatchInvocation& w) {
   o.launchers = w.launchers;
   if (w.spares) o.spares = *w.spares;
   if (w.respawn_max) o.respawn_max = *w.respawn_max;
+  o.first_check = w.first_check;
+  if (w.check_tasks_per_node) o.check_tasks_per_node = *w.check_tasks_per_node;
   o.command = {"srun", "--ddp", "train.py"};
   return o;
 }
@@ -148,6 +150,8 @@ void expect_watch(std::vector<std::string> args, const WatchInvocation& w) {
   EXPECT_EQ(parsed->launchers, want.launchers);
   EXPECT_EQ(parsed->spares, want.spares);
   EXPECT_EQ(parsed->respawn_max, want.respawn_max);
+  EXPECT_EQ(parsed->first_check, want.first_check);
+  EXPECT_EQ(parsed->check_tasks_per_node, want.check_tasks_per_node);
   // --respawn-check: ddp-check's words, read back with ddp-check's own table.
   ASSERT_EQ(parsed->respawn_check.empty(), !w.respawn_check);
   if (w.respawn_check) {
@@ -165,7 +169,8 @@ void expect_script(const std::string& script, const Plan& plan) {
   std::vector<WatchInvocation> watches;
   if (auto w = preflight_watch(plan)) watches.push_back(*w);
   if (auto w = training_watch(plan)) watches.push_back(*w);
-  const auto check = preflight_check(plan);
+  // The preflight's own step, unless the training's ddp-watch checks every node itself.
+  const auto check = preflight_step(plan) ? preflight_check(plan) : std::nullopt;
   const auto check_lines = command_lines(script, "ddp-check", "||");
   // ddp-watch around a step, and ddp-watch --heal-requeue RECORD (the requeue --heal-defer kept
   // for after the post: lines), each parsed with ddp-watch's own table.
