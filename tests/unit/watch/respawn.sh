@@ -153,6 +153,15 @@ grep -q -- '--nodelist=node\[01,03-04\] .*ddp-check' log ||
   fail "the first check names a node: the chosen nodes not checked: $(cat log)"
 grep -q '^scontrol requeue' log && fail "the first check names a node: requeued: $(cat log)"
 grep -qx 'respawn count none' log || fail "the first check names a node: $(cat log)"
+# --check-tasks-per-node: every check has the preflight's tasks per node (2 on each of the job's
+# 4 nodes, then on the 3 chosen), not one.
+FAKE_STEPS='ok' FAKE_SUSPECTS='node02' run "the checks' tasks per node" \
+  --respawn-check "ddp-check --timeout=5" --first-check --check-tasks-per-node 2
+((status == 0)) || fail "the checks' tasks per node: status $status: $(cat err)"
+grep -q -- '--nodelist=node\[01-04\] --nodes=4 --ntasks=8 --ntasks-per-node=2 .*ddp-check' log ||
+  fail "the checks' tasks per node: the check of every node: $(cat log)"
+grep -q -- '--nodelist=node\[01,03-04\] --nodes=3 --ntasks=6 --ntasks-per-node=2 .*ddp-check' log ||
+  fail "the checks' tasks per node: the check of the chosen nodes: $(cat log)"
 # More nodes named than spares: the heal path excludes them and requeues, as after a preflight,
 # and no step starts.
 FAKE_STEPS='ok' FAKE_SUSPECTS='node02 node03' run "the first check names too many" \

@@ -280,3 +280,18 @@ TEST(WatchRespawn, TheFirstCheckNeedsTheCheck) {
   ASSERT_TRUE(o) << o.error().message;
   EXPECT_FALSE(o->first_check);
 }
+
+TEST(WatchRespawn, TheChecksTasksPerNodeShapeTheCheck) {
+  auto o = parse_options({"--timeout=60", "--heal=r", "--spares=1", "--check-tasks-per-node=2",
+                          "--", "srun", "--ddp", "python3"});
+  ASSERT_FALSE(o);
+  EXPECT_EQ(o.error().message,
+            "ddp-watch: --check-tasks-per-node needs --respawn-check (the check it shapes)");
+  o = parse_options({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check",
+                     "--check-tasks-per-node=0", "--", "srun", "--ddp", "python3"});
+  ASSERT_FALSE(o);
+  o = parse_options({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check",
+                     "--check-tasks-per-node=8", "--", "srun", "--ddp", "python3"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->check_tasks_per_node, 8);
+}
