@@ -174,6 +174,7 @@ check_case() {
 
 @test "corpus: accelerate-multinode-fsdp" { check_case accelerate-multinode-fsdp; }
 @test "corpus: alignment-handbook-accelerate" { check_case alignment-handbook-accelerate; }
+@test "corpus: aws-ddp-pyxis-cpu" { check_case aws-ddp-pyxis-cpu; }
 @test "corpus: bigscience-jeanzay-megatron-deepspeed" { check_case bigscience-jeanzay-megatron-deepspeed; }
 @test "corpus: chatglm-deepspeed-mpirun" { check_case chatglm-deepspeed-mpirun; }
 @test "corpus: csc-mahti-srun-script-args" { check_case csc-mahti-srun-script-args; }
