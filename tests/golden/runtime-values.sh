@@ -1,8 +1,9 @@
 #!/bin/bash
 # Process test of the values a generated script reads when it runs: environment values never
 # reach bash arithmetic as code, launcher none's hostfile is never a name another user can
-# plant, and a failing pre: line says so. Renders golden cases, then EXECUTES the scripts with logging stubs on a PATH of their
-# own and hostile environments. Usage: runtime-values.sh DDPGEN
+# plant, a failing pre: line says so, and sbatch --export=NONE does not reach the training step.
+# Renders golden cases, then EXECUTES the scripts with logging stubs on a PATH of their own and
+# hostile environments. Usage: runtime-values.sh DDPGEN
 set -euo pipefail
 ddpgen=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +20,7 @@ done
 cat > "$work/bin/stub" << 'EOF'
 #!/bin/bash
 { echo "${0##*/}"; printf '  [%s]\n' "$@"; } >> "$STUB_LOG"
+case ${0##*/} in srun | ddp-watch) echo "  SLURM_EXPORT_ENV=${SLURM_EXPORT_ENV-<unset>}" >> "$STUB_LOG" ;; esac
 if [[ ${0##*/} == scontrol && $1 == show ]]; then printf 'node01\nnode02\n'; fi
 if [[ ${0##*/} == deepspeed ]]; then printf '  hostfile: %s\n' "$(< "$2")" >> "$STUB_LOG"; fi
 exit 0
@@ -104,6 +106,14 @@ printf 'time: "10"\nscript: train.py\npre: ["true", "false", "echo after"]\n' > 
 (cd "$work/pre" && "$ddpgen" --profile local job.yaml) > "$work/pre.sbatch"
 run pre
 expect_refused "a failing pre: line" 'ddpgen: a pre: line failed (status 1); training not started'
+
+# Submitted with sbatch --export=NONE, the batch shell has SLURM_EXPORT_ENV=NONE, which srun
+# would read as its own --export: the step would start without the job's environment.
+run local-srun-heal "${slurm[@]}" SLURM_EXPORT_ENV=NONE
+if ! grep -qxF '  SLURM_EXPORT_ENV=<unset>' "$STUB_LOG" || grep -q 'SLURM_EXPORT_ENV=NONE' "$STUB_LOG"; then
+  fail "sbatch --export=NONE: srun still sees SLURM_EXPORT_ENV=NONE:"
+  cat "$STUB_LOG" >&2
+fi
 
 if [[ $failures -gt 0 ]]; then exit 1; fi
 echo "runtime values: all checks passed"
