@@ -68,7 +68,8 @@ struct Plan {
   long port_first = ddp::k_default_port_range.first;
   long port_size = ddp::k_default_port_range.size();
   Launcher launcher = Launcher::torchrun;
-  bool named_launcher = false;  // torchrun.command: a launcher ddp-watch is told about by flag
+  bool named_launcher = false;  // torchrun.command, or accelerate behind a task_prefix: a
+                                // launcher ddp-watch is told about by flag
   std::vector<Word> srun_words;
   // preflight: the srun options of the ddp-check step: the training step's layout, without
   // the container (ddp-check checks the host's fabric and is installed on the host).
@@ -79,6 +80,10 @@ struct Plan {
   std::string wrapper_exec;        // raw bash for the end of that code ("exec ... \"$@\"")
   std::vector<Word> wrapper_args;  // words for that code before the command (accelerate's)
   std::vector<Word> prefix_words;  // task_prefix: before the wrapper or the command, per task
+  bool accelerate_prefix = false;  // task_prefix is among accelerate's wrapper_args instead
+  // accelerate.config_file, which the batch shell checks for a single-process distributed type
+  // (may hold run-time references); empty: no check (no file, or one process in all).
+  std::string accelerate_config_check;
   std::vector<Word> command_words;
   std::size_t script_word = 0;  // the script's place in command_words
   bool batch_launch = false;  // launcher none: the command runs once, here in the batch shell

@@ -89,20 +89,41 @@ void add_container(Plan& plan, const Job& job, const Profile& profile) {
 // accelerate hands torch.distributed.run its own --tee, default 0, over torchrun's PET_TEE: a
 // PET_TEE in the task's environment (a profile's workaround for a torchrun that crashes on 0, a
 // job's env) becomes accelerate's --tee, before the job's own options, which still win.
+// task_prefix wraps accelerate launch itself, inside the wrapper: in front of `bash -c` it would
+// get the wrapper's code as its arguments, and a published wrapper that ends in `exec $*` splits
+// that code into words and runs the first, an assignment: the step ends at once, "successfully",
+// without training. The prefix's words come first among the wrapper's arguments, their count
+// before them, and run with accelerate's command line as plain words after them.
 void set_accelerate(Plan& plan, const Job& job) {
   const long world = plan.nodes * plan.procs_per_node;
-  plan.wrapper_exec = std::string(plan.gpus_per_node == 0 ? "ACCELERATE_USE_CPU=true " : "") +
-                      "exec accelerate launch --num_machines=\"$NNODES\" "
+  const bool prefix = !plan.prefix_words.empty();
+  plan.wrapper_exec = std::string(prefix ? "ddpgen_prefix=$1; shift; " : "") +
+                      (plan.gpus_per_node == 0 ? "ACCELERATE_USE_CPU=true " : "") +
+                      (prefix ? "exec \"${@:1:ddpgen_prefix}\" " : "exec ") +
+                      "accelerate launch --num_machines=\"$NNODES\" "
                       "--machine_rank=\"$NODE_RANK\" --main_process_ip=\"$MASTER_ADDR\" "
                       "--main_process_port=\"$MASTER_PORT\" --num_processes=\"$((NNODES * " +
                       std::to_string(plan.procs_per_node) +
-                      "))\" ${PET_TEE:+--tee=\"$PET_TEE\"} \"$@\"";
+                      "))\" ${PET_TEE:+--tee=\"$PET_TEE\"} " +
+                      (prefix ? "\"${@:ddpgen_prefix+1}\"" : "\"$@\"");
+  if (prefix) {
+    plan.wrapper_args.push_back({std::to_string(plan.prefix_words.size()), {}});
+    plan.wrapper_args.insert(plan.wrapper_args.end(), plan.prefix_words.begin(),
+                             plan.prefix_words.end());
+    plan.prefix_words.clear();
+    plan.accelerate_prefix = true;
+    // ddp-watch finds accelerate launch at the start of the wrapper's code; behind the prefix it
+    // is told by flag.
+    plan.named_launcher = true;
+  }
   // Without a config file, --multi_gpu selects accelerate's torch.distributed launcher, which
   // starts procs_per_node processes on CPU nodes as on GPU nodes (accelerate refuses it for one
   // process, which its simple launcher runs); a config file chooses for itself (FSDP,
   // DeepSpeed) and is not overridden.
   if (!job.accelerate_config.empty())
     plan.wrapper_args.push_back(expanding("--config_file=", refs::home_tilde(job.accelerate_config)));
+  if (!job.accelerate_config.empty() && world > 1)
+    plan.accelerate_config_check = refs::home_tilde(job.accelerate_config);
   else if (world > 1)
     plan.wrapper_args.push_back({"--multi_gpu", {}});
   for (const auto& o : job.accelerate_options) plan.wrapper_args.push_back(expanding("", o));

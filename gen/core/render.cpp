@@ -247,6 +247,19 @@ mu::data logs_data(const Plan& plan) {
   return mu::data("dir", shell::quote_expanding(plan.logs_dir));
 }
 
+// Whether the script has a part of ddpgen's own before the launch (the section's heading).
+bool has_machinery(const Plan& plan) {
+  return !plan.checkpoint_dir.empty() || plan.requeue || (!plan.plugin && !plan.batch_launch) ||
+         !plan.logs_dir.empty() || !plan.accelerate_config_check.empty();
+}
+
+// accelerate.config_file's check in the batch shell; the DeepSpeed part only on several nodes.
+mu::data accelerate_config_data(const Plan& plan) {
+  mu::data config("path", shell::quote_expanding(plan.accelerate_config_check));
+  config.set("multinode", plan.nodes > 1);
+  return optional_object(!plan.accelerate_config_check.empty(), config);
+}
+
 // The header, the directives and the environment: everything before the launch.
 void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("version", ddp::text::printable(in.version));
@@ -291,8 +304,7 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("activate", activate_data(plan));
   d.set("has_software", has_modules || plan.activate || !plan.site_env.empty() ||
                             !plan.job_env.empty() || !plan.local_scratch.empty());
-  d.set("has_machinery", !plan.checkpoint_dir.empty() || plan.requeue ||
-                             (!plan.plugin && !plan.batch_launch) || !plan.logs_dir.empty());
+  d.set("has_machinery", has_machinery(plan));
   d.set("has_pre", !plan.pre.empty());
   d.set("pre", code_lines(plan.pre));
   mu::data checkpoint;
@@ -305,6 +317,7 @@ void set_preamble(mu::data& d, const Plan& plan, const RenderInput& in) {
   d.set("has_sweep_files", !plan.sweep_files.empty());
   d.set("sweep_files", sweep_files_data(plan));
   d.set("logs", logs_data(plan));
+  d.set("accelerate_config", accelerate_config_data(plan));
   d.set("spares",
         plan.spares > 0 ? mu::data("count", std::to_string(plan.spares)) : mu::data(false));
 }
@@ -344,11 +357,12 @@ void set_launch(mu::data& d, const Plan& plan) {
   d.set("container", words(plan.container_words));
   d.set("command", words(plan.command_words));
   // task_prefix wraps the program: after the per-task setup, which it would otherwise receive
-  // as its arguments; accelerate's wrapper runs accelerate itself, so its prefix stays before.
+  // as its arguments. accelerate's wrapper runs accelerate itself, with the prefix in front
+  // (plan.accelerate_prefix: its words are among the wrapper's).
   const bool prefix = !plan.prefix_words.empty();
-  const bool after = plan.wrapped && plan.launcher != Launcher::accelerate;
-  d.set("prefix_before", prefix && !after);
-  d.set("prefix_after", prefix && after);
+  d.set("prefix_before", prefix && !plan.wrapped);
+  d.set("prefix_after", prefix && plan.wrapped);
+  d.set("prefix_accelerate", plan.accelerate_prefix);
   d.set("prefix", words(plan.prefix_words));
   // The wrapper's code is single-quoted in the script; it is ddpgen's own text and never
   // contains a quote (checked in render()). Without the plugin, the task setup runs first,

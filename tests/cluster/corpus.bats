@@ -173,20 +173,33 @@ check_case() {
 }
 
 @test "corpus: accelerate-multinode-fsdp" { check_case accelerate-multinode-fsdp; }
+@test "corpus: alignment-handbook-accelerate" { check_case alignment-handbook-accelerate; }
+@test "corpus: aws-ddp-pyxis-cpu" { check_case aws-ddp-pyxis-cpu; }
+@test "corpus: bigscience-jeanzay-megatron-deepspeed" { check_case bigscience-jeanzay-megatron-deepspeed; }
 @test "corpus: chatglm-deepspeed-mpirun" { check_case chatglm-deepspeed-mpirun; }
+@test "corpus: csc-mahti-srun-script-args" { check_case csc-mahti-srun-script-args; }
 @test "corpus: csc-puhti-accelerate" { check_case csc-puhti-accelerate; }
 @test "corpus: csc-puhti-torchrun" { check_case csc-puhti-torchrun; }
 @test "corpus: cscs-alps-nanotron-environment" { check_case cscs-alps-nanotron-environment; }
+@test "corpus: fairseq-fsdp-srun" { check_case fairseq-fsdp-srun; }
 @test "corpus: gpt-neox-deepy-hostfile" { check_case gpt-neox-deepy-hostfile; }
+@test "corpus: jsc-course-torchrun-ib" { check_case jsc-course-torchrun-ib; }
+@test "corpus: kisti-neuron-lightning-conda" { check_case kisti-neuron-lightning-conda; }
 @test "corpus: lightning-docs-slurm" { check_case lightning-docs-slurm; }
 @test "corpus: lumi-ddp-srun-singularity" { check_case lumi-ddp-srun-singularity; }
 @test "corpus: lumi-deepspeed-torchrun-singularity" { check_case lumi-deepspeed-torchrun-singularity; }
 @test "corpus: megatron-sc21-pyxis" { check_case megatron-sc21-pyxis; }
 @test "corpus: mlengineering-lightning-launcher" { check_case mlengineering-lightning-launcher; }
 @test "corpus: mlengineering-torchrun-launcher" { check_case mlengineering-torchrun-launcher; }
+@test "corpus: nanotron-torchrun-bash-c" { check_case nanotron-torchrun-bash-c; }
 @test "corpus: nersc-perlmutter-shifter-srun" { check_case nersc-perlmutter-shifter-srun; }
+@test "corpus: nersc-sc23-shifter-mounts" { check_case nersc-sc23-shifter-mounts; }
+@test "corpus: olcf-frontier-srun-conda" { check_case olcf-frontier-srun-conda; }
+@test "corpus: olmo-lumi-srun-singularity" { check_case olmo-lumi-srun-singularity; }
 @test "corpus: princeton-ddp-srun-conda" { check_case princeton-ddp-srun-conda; }
 @test "corpus: princeton-lightning-reservation" { check_case princeton-lightning-reservation; }
+@test "corpus: pytorch-examples-ddp-torchrun" { check_case pytorch-examples-ddp-torchrun; }
 @test "corpus: sigma2-olivia-torchrun-modules" { check_case sigma2-olivia-torchrun-modules; }
 @test "corpus: speechbrain-launch-conda" { check_case speechbrain-launch-conda; }
 @test "corpus: torchtitan-multinode" { check_case torchtitan-multinode; }
+@test "corpus: torchtune-multinode-tune-run" { check_case torchtune-multinode-tune-run; }

@@ -1,15 +1,17 @@
 #!/bin/bash
 # Process test of the values a generated script reads when it runs: environment values never
 # reach bash arithmetic as code, launcher none's hostfile is never a name another user can
-# plant, and a failing pre: line says so. Renders golden cases, then EXECUTES the scripts with logging stubs on a PATH of their
-# own and hostile environments. Usage: runtime-values.sh DDPGEN
+# plant, a failing pre: line says so, sbatch --export=NONE does not reach the training step,
+# and an accelerate config of one process per node is refused. Renders golden cases, then
+# EXECUTES the scripts with logging stubs on a PATH of their own and hostile environments.
+# Usage: runtime-values.sh DDPGEN
 set -euo pipefail
 ddpgen=$1
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin" "$work/run" "$work/tmp"
-for tool in bash mkdir head touch rm cat mktemp printf; do
+for tool in bash mkdir head touch rm cat mktemp printf sed; do
   if command -v "$tool" > /dev/null && [[ $(type -t "$tool") == file ]]; then
     ln -s "$(command -v "$tool")" "$work/bin/$tool"
   fi
@@ -19,6 +21,7 @@ done
 cat > "$work/bin/stub" << 'EOF'
 #!/bin/bash
 { echo "${0##*/}"; printf '  [%s]\n' "$@"; } >> "$STUB_LOG"
+case ${0##*/} in srun | ddp-watch) echo "  SLURM_EXPORT_ENV=${SLURM_EXPORT_ENV-<unset>}" >> "$STUB_LOG" ;; esac
 if [[ ${0##*/} == scontrol && $1 == show ]]; then printf 'node01\nnode02\n'; fi
 if [[ ${0##*/} == deepspeed ]]; then printf '  hostfile: %s\n' "$(< "$2")" >> "$STUB_LOG"; fi
 exit 0
@@ -104,6 +107,39 @@ printf 'time: "10"\nscript: train.py\npre: ["true", "false", "echo after"]\n' > 
 (cd "$work/pre" && "$ddpgen" --profile local job.yaml) > "$work/pre.sbatch"
 run pre
 expect_refused "a failing pre: line" 'ddpgen: a pre: line failed (status 1); training not started'
+
+# Submitted with sbatch --export=NONE, the batch shell has SLURM_EXPORT_ENV=NONE, which srun
+# would read as its own --export: the step would start without the job's environment.
+run local-srun-heal "${slurm[@]}" SLURM_EXPORT_ENV=NONE
+if ! grep -qxF '  SLURM_EXPORT_ENV=<unset>' "$STUB_LOG" || grep -q 'SLURM_EXPORT_ENV=NONE' "$STUB_LOG"; then
+  fail "sbatch --export=NONE: srun still sees SLURM_EXPORT_ENV=NONE:"
+  cat "$STUB_LOG" >&2
+fi
+
+# accelerate.config_file with a single-process distributed type (MULTI_CPU, NO) would start one
+# process per node, each taking rank 0, and DEEPSPEED on two nodes without the standard launcher
+# DeepSpeed's pdsh launcher on each: refused before any step. Others start the step.
+mkdir "$work/acc"
+printf 'nodes: 2\ntime: "10"\nlauncher: accelerate\nscript: train.py\naccelerate: {config_file: acc.yaml}\n' \
+  > "$work/acc/job.yaml"
+(cd "$work/acc" && "$ddpgen" --profile local job.yaml) > "$work/acc.sbatch"
+for config in 'distributed_type: MULTI_CPU' "distributed_type: 'NO'" '{"distributed_type": "MULTI_CPU", "num_machines": 2}'; do
+  printf '%s\n' "$config" > "$work/run/acc.yaml"
+  run acc "${slurm[@]}"
+  expect_refused "accelerate config $config" 'ddpgen: accelerate.config_file "acc.yaml" has distributed_type'
+done
+printf 'deepspeed_config:\n  zero_stage: 3\ndistributed_type: DEEPSPEED\n' > "$work/run/acc.yaml"
+run acc "${slurm[@]}"
+expect_refused "accelerate config DEEPSPEED without a launcher" 'with deepspeed_multinode_launcher pdsh'
+for config in 'distributed_type: MULTI_GPU' \
+  $'deepspeed_config:\n  deepspeed_multinode_launcher: standard\ndistributed_type: DEEPSPEED'; do
+  printf 'compute_environment: LOCAL_MACHINE\n%s\n' "$config" > "$work/run/acc.yaml"
+  run acc "${slurm[@]}"
+  if [[ $status -ne 0 ]] || ! grep -qxF srun "$STUB_LOG"; then
+    fail "accelerate config $config: the step did not start (status $status): $(< "$work/err")"
+  fi
+done
+rm "$work/run/acc.yaml"
 
 if [[ $failures -gt 0 ]]; then exit 1; fi
 echo "runtime values: all checks passed"

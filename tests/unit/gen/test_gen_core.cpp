@@ -251,6 +251,46 @@ TEST(GenPlan, LeadingTildeIsHomeInPathsAndWarnedElsewhere) {
   EXPECT_EQ(warned, (std::vector<std::string>{"\"args[1]\"", "\"env.DATA\""}));
 }
 
+// accelerate: task_prefix wraps accelerate launch inside the wrapper (its count, then its words,
+// first among the wrapper's arguments), never the wrapper itself; a config file is checked in
+// the batch shell only when the job has two processes or more.
+TEST(GenPlan, AcceleratePrefixWrapsTheLauncher) {
+  auto profile = decode_profile(*read_profile_doc("node: {gpus: 0, cores: 8}\n"
+                                                  "partitions: [{name: cpu}]\n",
+                                                  "p.yaml"),
+                                Profile{});
+  ASSERT_TRUE(profile) << profile.error().to_string();
+  auto job = decode_job(
+      "time: \"10\"\nscript: t.py\nnodes: 2\nlauncher: accelerate\n"
+      "task_prefix: [bash, -c, \"exec $*\", wrapper]\naccelerate: {config_file: a.yaml}\n",
+      "job.yaml", {});
+  ASSERT_TRUE(job) << job.error().to_string();
+  auto p = plan(*job, *profile);
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_TRUE(p->prefix_words.empty());
+  EXPECT_TRUE(p->accelerate_prefix);
+  EXPECT_TRUE(p->named_launcher);  // ddp-watch is told: accelerate is behind the prefix
+  std::vector<std::string> args;
+  for (const auto& w : p->wrapper_args) args.push_back(w.raw + w.user.value_or(""));
+  EXPECT_EQ(args, (std::vector<std::string>{"4", "bash", "-c", "exec $*", "wrapper",
+                                            "--config_file=a.yaml"}));
+  EXPECT_EQ(p->wrapper_exec.rfind("ddpgen_prefix=$1; shift; ACCELERATE_USE_CPU=true exec "
+                                  "\"${@:1:ddpgen_prefix}\" accelerate launch ",
+                                  0),
+            0u)
+      << p->wrapper_exec;
+  EXPECT_TRUE(p->wrapper_exec.ends_with("\"${@:ddpgen_prefix+1}\"")) << p->wrapper_exec;
+  EXPECT_EQ(p->accelerate_config_check, "a.yaml");
+  auto single = decode_job(
+      "time: \"10\"\nscript: t.py\nlauncher: accelerate\naccelerate: {config_file: a.yaml}\n",
+      "job.yaml", {});
+  ASSERT_TRUE(single) << single.error().to_string();
+  auto one = plan(*single, *profile);
+  ASSERT_TRUE(one) << one.error().to_string();
+  EXPECT_TRUE(one->accelerate_config_check.empty());  // one process: nothing to take rank 0 twice
+  EXPECT_FALSE(one->accelerate_prefix);
+}
+
 TEST(GenProfile, GresTypeIsAPlainName) {
   auto r = decode_profile(*read_profile_doc("node: {gpus: 1, gpu_type: \"v100\\n#SBATCH -p x\"}\n"
                                             "partitions: [{name: gpu}]\n",
