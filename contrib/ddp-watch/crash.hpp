@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ddp-watch/output.hpp"
@@ -58,6 +59,9 @@ struct CrashFacts {
   std::vector<std::pair<int, std::string>> errors;  // task, the last exception line it printed
   bool oom_event = false;  // slurmstepd saw the kernel's OOM killer in the step
   bool task_is_rank = true;
+  // The RANK of each srun task id, where it is not the task id itself: Slurm's layout of a step
+  // whose ranks follow its node list (layout.hpp). Empty: each task's rank is its id.
+  std::map<int, int> rank_of_task;
 };
 
 // Accumulates facts line by line; lines that say nothing about an ending are ignored. Facts
@@ -67,6 +71,7 @@ class CrashReader {
  public:
   void add(const Line& line);
   void set_task_is_rank(bool value) { facts_.task_is_rank = value; }
+  void set_rank_of_task(std::map<int, int> ranks) { facts_.rank_of_task = std::move(ranks); }
   // Whether the command is srun: only then are unlabelled "srun: error: ..." lines srun's.
   void set_srun(bool value) { srun_ = value; }
   const CrashFacts& facts() const { return facts_; }

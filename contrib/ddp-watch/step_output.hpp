@@ -3,9 +3,11 @@
 // stall's verdict, the nodes named for --heal. Pure: lines come in, writes go out.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ddp-watch/crash.hpp"
@@ -45,6 +47,8 @@ class StepOutput {
   std::vector<Write> helper_line(std::string_view raw);
 
   const OutputMode& mode() const { return mode_; }
+  // Each task id's RANK from Slurm's layout of the step, for the crash summary (layout.hpp).
+  void set_rank_of_task(std::map<int, int> ranks) { reader_.set_rank_of_task(std::move(ranks)); }
   const CrashFacts& facts() const { return reader_.facts(); }
   const std::vector<Line>& captured() const { return captured_; }
   std::vector<int> tasks() const { return {tasks_.begin(), tasks_.end()}; }

@@ -10,7 +10,8 @@ namespace {
 // One rank's (or task's) ending. The cause is written only for the first failure: a forged
 // task list of 100,000 tasks costs an int and a pointer each, not a string.
 struct Ending {
-  int id = -1;  // rank, or task when a task is not a rank
+  int id = -1;    // rank, or task when a task is not a rank
+  int task = -1;  // srun's task id, for the error it printed
   const TaskEnd* end = nullptr;
   const WorkerFailure* worker = nullptr;
   bool collateral = false;
@@ -47,19 +48,23 @@ std::string cause_of(const Ending& e, const CrashFacts& facts) {
                       : end.signal != 0 ? killed_by(end.signal)
                                         : "exited with code " + std::to_string(end.exit_code);
   // What the task printed last is quoted: it is the program's text, not a fact.
-  if (std::string error = error_of(facts, e.id); !error.empty()) {
+  if (std::string error = error_of(facts, e.task); !error.empty()) {
     cause += ", its last error " + ddp::text::quote(error, 200);
   }
   return cause;
 }
 
 // One Ending per task, in the order srun reported them; those after srun or Slurm began to
-// stop the step are collateral.
+// stop the step are collateral. A task's id is its rank unless Slurm's layout says otherwise
+// (CrashFacts::rank_of_task).
 std::vector<Ending> from_tasks(const CrashFacts& facts) {
   std::vector<Ending> out;
   for (const TaskEnd& end : facts.ends) {
-    for (int task : end.tasks)
-      out.push_back({task, &end, nullptr, end.after_stop, end.signal != 0});
+    for (int task : end.tasks) {
+      auto rank = facts.rank_of_task.find(task);
+      const int id = rank == facts.rank_of_task.end() ? task : rank->second;
+      out.push_back({id, task, &end, nullptr, end.after_stop, end.signal != 0});
+    }
   }
   return out;
 }
@@ -77,7 +82,7 @@ std::vector<Ending> from_workers(const CrashFacts& facts) {
                    });
   std::vector<Ending> out;
   for (const WorkerFailure* w : workers) {
-    out.push_back({w->rank, nullptr, w, false, is_signal_code(w->exit_code)});
+    out.push_back({w->rank, -1, nullptr, w, false, is_signal_code(w->exit_code)});
   }
   return out;
 }

@@ -14,6 +14,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "ddp-watch/heal_run.hpp"
@@ -51,6 +53,12 @@ std::string env_or(const char* name, std::string fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
+std::optional<std::string> optional_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
 // 16 lowercase hex digits from the kernel's random source: a run tag (suspect.hpp) nobody can
 // have printed before this run; "" when there is no randomness to be had (no tag is asked for).
 std::string fresh_run_tag() {
@@ -64,7 +72,8 @@ JobEnv job_env() {
           env_or("SLURM_ARRAY_TASK_ID", ""),
           env_or("SLURM_RESTART_COUNT", ""),
           std::getenv("SLURM_LABELIO") != nullptr,
-          fresh_run_tag()};
+          fresh_run_tag(),
+          optional_env("SLURM_SPANK__SLURM_SPANK_OPTION_ddp_ddp")};
 }
 
 class Watch {
@@ -83,6 +92,7 @@ class Watch {
   void act(const Action& a);
   void ask_stacks();
   void probe();
+  void read_layout();
   bool start_helper(const StackRequest::Helper& h);
   static bool signal_steps(const std::vector<std::string>& steps);
   bool child_ended();
@@ -153,6 +163,10 @@ void Watch::act(const Action& a) {
     probe();
     return;
   }
+  if (a.act == Act::layout) {
+    read_layout();
+    return;
+  }
   announce(a.message);
   if (a.act == Act::ask_stacks) {
     ask_stacks();
@@ -199,6 +213,14 @@ void Watch::probe() {
   std::string out;
   if (r) out = capture(r->argv, r->deadline);
   if (auto line = core_.on_probe(Clock::now(), out)) announce(*line);
+}
+
+// Asks Slurm how the command's step placed its tasks, for the crash summary's ranks.
+void Watch::read_layout() {
+  auto argv = core_.layout_request(running_steps(env_or("SLURM_JOB_ID", "")), Clock::now());
+  std::string out;
+  if (argv) out = capture(*argv, Supervisor::k_layout_deadline);
+  core_.on_layout(out);
 }
 
 // Freezes the step on every node, then starts the helper that dumps it; false when the freeze

@@ -5,6 +5,7 @@
 
 #include "ddp-watch/crash.hpp"
 #include "ddp-watch/evidence.hpp"
+#include "ddp-watch/layout.hpp"
 #include "libddp/core/hostlist.hpp"
 #include "libddp/util/text.hpp"
 
@@ -64,6 +65,8 @@ Supervisor::Supervisor(const Options& options, JobEnv env)
       schedule_(options.timeout_s, options.startup_s, options.grace_s, Clock::time_point{}),
       output_(output_mode(options, env_)) {
   if (!options.heartbeat.empty()) watched_.push_back(options.heartbeat);
+  ranks_by_node_ = !env_.job_id.empty() && output_.mode().labels && !output_.mode().torchrun &&
+                   numbers_ranks_by_node(options.command, env_.spank_ddp);
   OutputFiles files = srun_output_files(options.command);
   for (std::string& f : files.plain) watched_.push_back(std::move(f));
   times_.resize(watched_.size());
@@ -190,9 +193,32 @@ Action Supervisor::on_tick(Clock::time_point now) {
       for (const StepRow& s : ours_) a.steps.push_back(s.id);
       break;
     case Due::nothing:
+      if (layout_due(now)) a.act = Act::layout;
       break;
   }
   return a;
+}
+
+// Once the tasks run (one has printed) and until the layout is read or the tries are spent.
+bool Supervisor::layout_due(Clock::time_point now) const {
+  return ranks_by_node_ && !layout_read_ && layout_tries_ < k_layout_tries && now >= layout_next_ &&
+         !output_.tasks().empty();
+}
+
+std::optional<std::vector<std::string>> Supervisor::layout_request(
+    const std::vector<StepRow>& running, Clock::time_point now) {
+  ++layout_tries_;
+  layout_next_ = now + k_layout_retry;
+  find_ours(running);
+  if (ours_.size() != 1) return std::nullopt;
+  return std::vector<std::string>{"sattach", "--layout", ours_[0].id};
+}
+
+void Supervisor::on_layout(std::string_view output) {
+  auto layout = parse_step_layout(output);
+  if (!layout) return;
+  layout_read_ = true;
+  output_.set_rank_of_task(ranks_by_node(*layout));
 }
 
 void Supervisor::find_ours(const std::vector<StepRow>& running) {

@@ -37,6 +37,9 @@ struct JobEnv {
   std::string restart_count;  // SLURM_RESTART_COUNT
   bool labelio = false;       // SLURM_LABELIO is set: the labels are forwarded
   std::string run_tag;        // fresh for each run (valid_run_tag): given to a preflight step
+  // SLURM_SPANK__SLURM_SPANK_OPTION_ddp_ddp: the --ddp of sbatch or salloc, which srun's steps
+  // inherit; unset without one.
+  std::optional<std::string> spank_ddp;
 };
 
 // Where bytes came from: the command's stdout or stderr, or the stack helper's.
@@ -55,6 +58,7 @@ enum class Act {
   probe,       // probe_request() with the job's running steps, run it, on_probe() its output
   ask_stacks,  // announce `message`, then stack_request() with the job's running steps
   kill,        // announce `message`, scancel --signal=KILL `steps`, SIGKILL the process group
+  layout,      // layout_request() with the job's running steps, run it, on_layout() its output
 };
 struct Action {
   Act act = Act::none;
@@ -147,6 +151,18 @@ class Supervisor {
   // after the last progress, holds the stall off (Schedule::activity). Returns a line to
   // announce, the first time only.
   std::optional<std::string> on_probe(Clock::time_point now, std::string_view output);
+  // After Act::layout: `sattach --layout STEP` for the command's step (run to its end within
+  // k_layout_deadline), or nothing when the step is not known yet. Asked once a task has
+  // printed, for a step whose ranks follow its node list (layout.hpp), at most k_layout_tries
+  // times, k_layout_retry apart, until an answer parses.
+  std::optional<std::vector<std::string>> layout_request(const std::vector<StepRow>& running,
+                                                         Clock::time_point now);
+  // What sattach printed ("" when it failed or could not run): each task's RANK, for the crash
+  // summary; a text that is no layout leaves task ids as ranks.
+  void on_layout(std::string_view output);
+  static constexpr std::chrono::seconds k_layout_deadline{10};
+  static constexpr int k_layout_tries = 3;
+  static constexpr std::chrono::seconds k_layout_retry{5};
   // The command ended with exit status `code` (ddp::sys::exit_status of its wait status).
   Outcome on_exit(int code) const;
 
@@ -165,10 +181,18 @@ class Supervisor {
   std::vector<FileTime> times_;
   std::string refusal_;
   std::vector<std::string> before_;
-  std::vector<StepRow> ours_;  // the command's steps, found at the stall
+  std::vector<StepRow> ours_;  // the command's steps, found when first needed
   void find_ours(const std::vector<StepRow>& running);
   bool probing() const;
   bool baseline_fresh() const;
+  bool layout_due(Clock::time_point now) const;
+
+  // Slurm's layout of the step (layout.hpp): whether its ranks follow the node list, whether a
+  // layout was read, how many times it was asked for, and when it may be asked again.
+  bool ranks_by_node_ = false;
+  bool layout_read_ = false;
+  int layout_tries_ = 0;
+  Clock::time_point layout_next_{};
 
   // The probes (activity.hpp): the last counts and when they were read, the first counts of
   // this silence (what its unseen writes are measured from); whether the probe of this due

@@ -431,6 +431,12 @@ Plan make_plan(const Job& job, const Profile& profile) {
 
 }  // namespace
 
+std::string task_setup_args(const Plan& plan) {
+  return std::string(plan.torchrun_mode ? "torchrun " : "tasks ") +
+         std::to_string(plan.procs_per_node) + " " + std::to_string(plan.port_first) + " " +
+         std::to_string(plan.port_size);
+}
+
 Result<Plan> plan(const Job& job, const Profile& profile) {
   try {
     return make_plan(job, profile);

@@ -110,6 +110,10 @@ struct Plan {
   bool append = false;        // --open-mode=append: a requeued run adds to the file
 };
 
+// The arguments of the per-task setup without the plugin (templates/task-setup.sh) after
+// "ddpgen-task": "tasks 2 20000 11000" (mode, processes per node, the port window).
+std::string task_setup_args(const Plan& plan);
+
 // Checks job against profile and decides everything the script needs. Errors name the job
 // key (and its FILE:LINE:COL), the limit and the value.
 Result<Plan> plan(const Job& job, const Profile& profile);

@@ -194,13 +194,24 @@ void add_worker_logs(Plan& plan, const Job& job, const Profile& profile) {
   cmd.insert(script, words.begin(), words.end());
 }
 
+// One task per process: the file is named by the task's RANK, which --ddp exports and which,
+// without the plugin, the per-task setup computes, so the tee's word runs that setup first (the
+// wrapper inside the container runs it again, to the same values). Not SLURM_PROCID: a Slurm
+// 26.05 site with a topology plugin numbers the tasks in topology order, so task 0 can be RANK 4
+// (doc/admins.md, "Sites with a topology plugin"). launcher none: the batch shell's command,
+// rank 0 (the workers a program starts itself write where it sends them).
 void add_logs(Plan& plan, const Job& job, const Profile& profile) {
   plan.logs_dir = refs::home_tilde(job.logs->dir);
   if (plan.torchrun_mode) return add_worker_logs(plan, job, profile);
-  // One task per process: its rank is SLURM_PROCID. launcher none: the batch shell's command,
-  // rank 0 (the workers a program starts itself write where it sends them).
-  plan.rank_log_words = {
-      rank_log_word(plan.batch_launch ? batch_log_code() : rank_log_code("${SLURM_PROCID:-0}"))};
+  if (plan.batch_launch) {
+    plan.rank_log_words = {rank_log_word(batch_log_code())};
+  } else if (plan.plugin) {
+    plan.rank_log_words = {rank_log_word(rank_log_code("${RANK:-0}"))};
+  } else {
+    plan.rank_log_words = {{"bash -c \"$ddpgen_task_setup\"'" + rank_log_code("${RANK:-0}") +
+                                "' ddpgen-task " + task_setup_args(plan) + " \"$DDP_LOG_DIR\"",
+                            {}}};
+  }
 }
 
 }  // namespace

@@ -367,10 +367,7 @@ void set_launch(mu::data& d, const Plan& plan) {
   // The wrapper's code is single-quoted in the script; it is ddpgen's own text and never
   // contains a quote (checked in render()). Without the plugin, the task setup runs first,
   // with its parameters before the command.
-  const std::string setup_args = std::string(plan.torchrun_mode ? "torchrun " : "tasks ") +
-                                 std::to_string(plan.procs_per_node) + " " +
-                                 std::to_string(plan.port_first) + " " +
-                                 std::to_string(plan.port_size);
+  const std::string setup_args = task_setup_args(plan);
   d.set("setup_args", setup_args);
   mu::data wrapper;
   wrapper.set("code", (plan.plugin ? "'" : "\"$ddpgen_task_setup\"'") + plan.wrapper_exec + "'");

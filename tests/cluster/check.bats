@@ -158,8 +158,8 @@ within_bound() {
   "$CLUSTER" set-plugstack ""
   run task_env -N2 --ddp -- NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME
   [ "$auto_status" -eq 0 ]
-  diff <(printf '%s\n' "0 node01 =eth0 eth0" "1 node01 =eth0 eth0" "2 node02 =eth0 eth0" \
-                       "3 node02 =eth0 eth0" "4 node03 =eth0 eth0" "5 node03 =eth0 eth0") \
+  # Every task, on the node Slurm gave it (task 0 on node03 on a Slurm 26.05 topology site).
+  diff <(slurm_layout -N3 --ntasks-per-node=2 | awk '{print $3, $1, "=eth0", "eth0"}' | sort -n) \
        <(echo "$auto_output")
   [ "$user_status" -eq 0 ]
   [ "$user_output" = $'=ib0 eth0\n=ib0 eth0' ]   # the user's value wins; the other is derived

@@ -12,6 +12,7 @@
 #   wait_job_end JOBID [TIMEOUT]   wait until the job ends in any state; prints the state
 #   need_torch                     skip, saying why, unless Debian's python3 has torch
 #   need_ddpgen                    set DDPGEN ($DDPGEN, build/gen/ddpgen, PATH) or skip
+#   slurm_layout SRUN_ARGS...      "HOST LOCALID PROCID" per task of a step without --ddp
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CLUSTER=$REPO/tests/cluster/cluster.sh
@@ -163,18 +164,35 @@ need_ddpgen() {
   fi
 }
 
+# slurm_layout SRUN_ARGS...: "HOST LOCALID PROCID" for each task of a step of that shape without
+# --ddp, sorted by host and local id: where Slurm puts its task ids on this cluster (node after
+# node in name order; in topology order on a Slurm 26.05 site with a topology plugin), which
+# --ddp leaves as they are. RANK, by contrast, follows the node list: the line's place in this
+# output, counted from 0 (doc/admins.md, "Sites with a topology plugin").
+slurm_layout() {
+  # shellcheck disable=SC2016  # expanded by the task's shell
+  cl srun "$@" bash -c 'echo "$(hostname) $SLURM_LOCALID $SLURM_PROCID"' | sort -k1,1 -k2,2n
+}
+
 # netns NODE: the network namespace of cluster node NODE (cluster.sh's names).
 netns() {
   if ((DDP_CLUSTER_ID == 0)); then echo "ddpc-$1"; else echo "ddpc$DDP_CLUSTER_ID-$1"; fi
 }
 
 # cluster_restart NODES LOG [ARGS...]: cluster.sh up with NODES nodes, the same Slurm, the plugin
-# copied to $BATS_FILE_TMPDIR/spank_ddp.so, and ARGS (--topology tree). Every descriptor above 2
-# is closed first: the daemons it starts outlive the bats file, and bats waits for whoever holds
-# one of its own.
+# copied to $BATS_FILE_TMPDIR/spank_ddp.so, and ARGS (--topology tree); without a --topology among
+# them, the fixture's (DDP_CLUSTER_TOPOLOGY, set by ctest from the CMake variable of that name),
+# so that a suite that restarts the cluster leaves the kind of site it found; --topology= for
+# none. Every descriptor above 2 is closed first: the daemons it starts outlive the bats file,
+# and bats waits for whoever holds one of its own.
 cluster_restart() {
   local nodes=$1 log=$2
   shift 2
+  local arg
+  for arg in "$@"; do [[ $arg == --topology* ]] && break; done
+  if [[ ${arg:-} != --topology* && -n ${DDP_CLUSTER_TOPOLOGY:-} ]]; then
+    set -- "$@" --topology "$DDP_CLUSTER_TOPOLOGY"
+  fi
   # shellcheck disable=SC2016  # expanded by the inner shell
   bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done
            exec "$@"' restart "$CLUSTER" up --nodes "$nodes" \

@@ -13,9 +13,15 @@ setup() {
   "$CLUSTER" set-plugstack ""
 }
 
-# Prints one line per task, sorted by global task id.
+# Prints one line per task, sorted by host, then LOCAL_RANK: not by SLURM_PROCID, which a Slurm
+# 26.05 site with a topology plugin numbers in topology order (cluster.sh up --topology).
 task_table() {
-  "$CLUSTER" run srun "$@" bash -c "echo $TASK_VARS" | sort -n
+  "$CLUSTER" run srun "$@" bash -c "echo $TASK_VARS" | sort -k2,2 -k7,7n
+}
+
+# "HOST LOCAL_RANK SLURM_PROCID" of task_table's output: to compare with slurm_layout.
+procids_of() {
+  awk '{print $2, $7, $1}' <<<"$1"
 }
 
 # Runs CMD on the login host under the plugstack.conf arguments ARGS, then restores the
@@ -35,13 +41,17 @@ run_with_plugstack() {
   port=$(awk '{print $4}' <<<"$output" | sort -u)
   [ "$(wc -l <<<"$port")" -eq 1 ]                 # one port, agreed by all tasks
   [ "$port" -ge 20000 ] && [ "$port" -le 30999 ]   # default window, below the ephemeral range
-  expected="0 node01 $SUBNET.11 $port 6 0 0 2 0 0 3
-1 node01 $SUBNET.11 $port 6 1 1 2 0 0 3
-2 node02 $SUBNET.11 $port 6 2 0 2 1 1 3
-3 node02 $SUBNET.11 $port 6 3 1 2 1 1 3
-4 node03 $SUBNET.11 $port 6 4 0 2 2 2 3
-5 node03 $SUBNET.11 $port 6 5 1 2 2 2 3"
-  diff <(echo "$expected") <(echo "$output")
+  # Ranks by node along the node list, RANK 0 on node01 where MASTER_ADDR points.
+  expected="node01 $SUBNET.11 $port 6 0 0 2 0 0 3
+node01 $SUBNET.11 $port 6 1 1 2 0 0 3
+node02 $SUBNET.11 $port 6 2 0 2 1 1 3
+node02 $SUBNET.11 $port 6 3 1 2 1 1 3
+node03 $SUBNET.11 $port 6 4 0 2 2 2 3
+node03 $SUBNET.11 $port 6 5 1 2 2 2 3"
+  diff <(echo "$expected") <(cut -d' ' -f2- <<<"$output")
+  # SLURM_PROCID as Slurm numbers the tasks of that shape without --ddp: equal to RANK unless
+  # the site lays tasks out in topology order.
+  diff <(slurm_layout -N3 --ntasks-per-node=2) <(procids_of "$output")
 }
 
 @test "without --ddp no DDP variable is set" {
@@ -51,11 +61,19 @@ run_with_plugstack() {
   [ "$output" = $'0\n0\n0' ]
 }
 
+# select/linear spreads the 5 tasks 2/2/1; select/cons_tres (a topology site) packs them
+# otherwise, 3/1/1 or so. Whatever Slurm chose (its layout of the same step without --ddp), each
+# node's LOCAL_WORLD_SIZE is its own count and RANK runs node by node along the list.
 @test "uneven layout: -n5 on 3 nodes gives each node its own LOCAL_WORLD_SIZE" {
+  layout=$(slurm_layout -N3 -n5)
+  # host:LOCAL_WORLD_SIZE:LOCAL_RANK:RANK:SLURM_PROCID, RANK being the line's place.
+  expected=$(awk '{ host[NR] = $1; local[NR] = $2; procid[NR] = $3; count[$1]++ }
+    END { for (i = 1; i <= NR; i++) print host[i] ":" count[host[i]] ":" local[i] ":" i - 1 ":" procid[i] }' <<<"$layout")
+  [ "$(cut -d: -f1 <<<"$expected" | sort -u | paste -sd ' ')" = "node01 node02 node03" ]
+  [ "$(cut -d: -f1,2 <<<"$expected" | sort -u | cut -d: -f2 | sort -u | wc -l)" -gt 1 ]  # uneven
   run task_table -N3 -n5 --ddp
   [ "$status" -eq 0 ]
-  diff <(printf '%s\n' 0:node01:2:0 1:node01:2:1 2:node02:2:0 3:node02:2:1 4:node03:1:0) \
-       <(awk '{print $1 ":" $2 ":" $8 ":" $7}' <<<"$output")
+  diff <(echo "$expected") <(awk '{print $2 ":" $8 ":" $7 ":" $6 ":" $1}' <<<"$output")
   [ "$(awk '{print $5}' <<<"$output" | sort -u)" = 5 ]
 }
 

@@ -5,9 +5,11 @@
 # runs on node03, the last node of SLURM_STEP_NODELIST; earlier releases keep the name order.
 # Under both, every task must get RANK 0 and MASTER_ADDR on the same node (the list's first),
 # ranks complete and unique, and a gloo rendezvous must work: with the plugin, and with the
-# per-task setup ddpgen writes where the plugin is not installed (templates/task-setup.sh).
+# per-task setup ddpgen writes where the plugin is not installed (templates/task-setup.sh), in
+# scripts of its srun and torchrun launchers that train to the end.
 # The fixture's cluster is started again with the topology (same Slurm, same plugin) in
-# setup_file, and without it in teardown_file, a few seconds each.
+# setup_file, unless it already is a topology/tree site (DDP_CLUSTER_TOPOLOGY=tree), and as the
+# fixture's kind of site again in teardown_file, a few seconds each.
 #
 # ddp-watch there names a stuck rank by its RANK and node, as Slurm's task order differs.
 #
@@ -21,19 +23,29 @@ load lib
 # the point of this file).
 TASK_VARS='$(hostname) $LOCAL_RANK $RANK $SLURM_PROCID $MASTER_ADDR $WORLD_SIZE $LOCAL_WORLD_SIZE $NODE_RANK $NNODES'
 
+# The topology the cluster runs (cluster.sh records it): "" for none.
+running_topology() {
+  cat "$DDP_CLUSTER_DIR/topology" 2>/dev/null || true
+}
+
 setup_file() {
-  export TOPOLOGY_RESTORE=""
+  export TOPOLOGY_RESTORE="" TOPOLOGY_FIXTURE=""
   "$CLUSTER" status >/dev/null 2>&1 || return 0
   [[ -f $DDP_CLUSTER_DIR/lib/spank_ddp.so ]] || return 0
   cp "$DDP_CLUSTER_DIR/lib/spank_ddp.so" "$BATS_FILE_TMPDIR/spank_ddp.so"
+  TOPOLOGY_FIXTURE=$(running_topology)
   TOPOLOGY_RESTORE=1
+  [[ $TOPOLOGY_FIXTURE != tree ]] || return 0
   cluster_restart 3 "$BATS_FILE_TMPDIR/up-tree.log" --topology tree ||
     { cat "$BATS_FILE_TMPDIR/up-tree.log" >&3; return 1; }
 }
 
+# The last test leaves a topology/block site: the fixture's kind of site comes back unless that
+# is what runs.
 teardown_file() {
   [[ -n ${TOPOLOGY_RESTORE:-} ]] || return 0
-  cluster_restart 3 "$BATS_FILE_TMPDIR/up-plain.log"
+  [[ $(running_topology) != "$TOPOLOGY_FIXTURE" ]] || return 0
+  cluster_restart 3 "$BATS_FILE_TMPDIR/up-fixture.log" --topology="$TOPOLOGY_FIXTURE"
 }
 
 setup() {
@@ -135,26 +147,43 @@ node03 1 5 node01 6 2 2 3"
   grep -E '^rank=0 .* host=node01 ' <<<"$output"
 }
 
-# A script ddpgen renders for this cluster as if the plugin were not installed (the local
-# profile with ddp_plugin: false), submitted with sbatch: the srun launcher, 3 nodes x 2 ranks.
-@test "ddpgen's script without the plugin trains on the topology site, not waiting on rank 0" {
-  skip_unless_cluster
-  need_torch
-  need_ddpgen
+# train_without_plugin JOB_FILE LAUNCH_REGEX: a script ddpgen renders for this cluster as if the
+# plugin were not installed (the local profile with ddp_plugin: false), from contrib/examples/
+# JOB_FILE, whose training launch must match LAUNCH_REGEX; submitted with sbatch, 3 nodes x 2
+# ranks, trained to the end with identical weights on every rank.
+train_without_plugin() {
   local work=$BATS_TEST_TMPDIR/job examples=$REPO/contrib/examples
   mkdir -p "$work"
   chmod 755 "$BATS_TEST_TMPDIR" "$work"
   sed 's/^ddp_plugin: true$/ddp_plugin: false/' "$REPO/site-profiles/local.yaml" >"$work/profile.yaml"
-  "$DDPGEN" --profile "$work/profile.yaml" "$examples/autoencoder-srun.yaml" -o "$work/job.slurm" \
+  "$DDPGEN" --profile "$work/profile.yaml" "$examples/$1" -o "$work/job.slurm" \
     --set "script=$examples/autoencoder.py" --set 'args=[--epochs, "2"]' \
     --set "checkpoint.dir=$work/ckpt" --set "output=$work/job-%j.out"
-  grep -q '^  bash -c "$ddpgen_task_setup"' "$work/job.slurm"
+  grep -qE "$2" "$work/job.slurm"
   run ! grep -qE '^srun .*--ddp' "$work/job.slurm"
   id=$(cd "$work" && cl env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     sbatch --parsable job.slurm)
   wait_job "$id" 200 || { cat "$work/job-$id.out"; return 1; }
-  grep -q '^start world 6 backend gloo device cpu ' "$work/job-$id.out"
-  grep -q '^weights identical on 6 ranks$' "$work/job-$id.out"
+  sed -E 's/^\[default[0-9]+\]://' "$work/job-$id.out" >"$work/log"
+  grep -q '^start world 6 backend gloo device cpu ' "$work/log"
+  grep -q '^weights identical on 6 ranks$' "$work/log"
+}
+
+# The srun launcher: one task per process, each numbering its RANK by node (task-setup.sh).
+@test "ddpgen's script without the plugin trains on the topology site, not waiting on rank 0" {
+  skip_unless_cluster
+  need_torch
+  need_ddpgen
+  train_without_plugin autoencoder-srun.yaml '^  bash -c "\$ddpgen_task_setup"'\''exec "\$@"'\'' ddpgen-task tasks '
+}
+
+# The torchrun launcher: one torchrun per node, node rank SLURM_NODEID (the list's order, which
+# 26.05 keeps), its static rendezvous on the list's first node.
+@test "ddpgen's torchrun script without the plugin trains on the topology site" {
+  skip_unless_cluster
+  need_torch
+  need_ddpgen
+  train_without_plugin autoencoder-torchrun.yaml '^  bash -c "\$ddpgen_task_setup"'\''exec "\$@"'\'' ddpgen-task torchrun 2 '
 }
 
 # ddp-watch under the topology order: a rank stuck in its data loading is named by its RANK and

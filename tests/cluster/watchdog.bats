@@ -88,8 +88,10 @@ check_stall_verdict() {
   id=$(submit srun --ddp /usr/bin/python3 "$k_stall_py" --steps 100000 --hang-rank 4 --at-step 20)
   finished "$id" FAILED
   check_stall_verdict 4 node03 0-3,5
-  # Each rank's stack is attributed: rank 0 waits where the others do.
-  grep -q '^=== task 0, rank 0, node node01, waits in ' "$work/stacks.txt"
+  # Each rank's stack is attributed: rank 0 waits where the others do. RANK 0 is node01's first
+  # task, whose task id is Slurm's (task 2 under Slurm 26.05's topology order).
+  task=$(slurm_layout -N3 --ntasks-per-node=2 | awk '$1 == "node01" && $2 == 0 {print $3}')
+  grep -q "^=== task $task, rank 0, node node01, waits in " "$work/stacks.txt"
 }
 
 # Rank 4 is the first worker of node03: rank 1 (and 3) dump after a worker of their own node

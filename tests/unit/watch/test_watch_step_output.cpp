@@ -63,7 +63,7 @@ TEST(WatchStepOutput, Forwarding) {
   for (const Case& c : cases) {
     Options o = options(c.command);
     o.keep_labels = c.keep_labels;
-    Supervisor s(o, {"", "", "", "", c.labelio, ""});
+    Supervisor s(o, {"", "", "", "", c.labelio, "", std::nullopt});
     s.started(t0);
     EXPECT_EQ(texts(s.on_output(t0, c.stream, c.bytes)), c.written) << c.name;
   }

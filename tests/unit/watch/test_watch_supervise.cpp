@@ -47,7 +47,8 @@ std::vector<std::string> acts(Supervisor& s, const std::vector<Event>& events) {
 
 JobEnv job(std::string id, std::string restarts = "", std::string array = "",
            std::string task = "") {
-  return {std::move(id), std::move(array), std::move(task), std::move(restarts), false, ""};
+  return {std::move(id), std::move(array), std::move(task), std::move(restarts), false, "",
+          std::nullopt};
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ Heard heal_run(std::vector<std::string> command, Stream stream, const std::strin
   o.timeout_s = 20;
   o.command = std::move(command);
   o.heal = "rec";
-  Supervisor s(o, JobEnv{"42", "", "", "0", false, run_tag});
+  Supervisor s(o, JobEnv{"42", "", "", "0", false, run_tag, std::nullopt});
   s.started(t0);
   s.on_output(t0 + seconds(1), stream, bytes);
   s.on_end(stream);
