@@ -327,8 +327,9 @@ void set_preflight(mu::data& d, const Plan& plan) {
   d.set("preflight", plan.preflight.has_value());
   // With spares under the plugin, the training's ddp-watch runs the preflight on every node of
   // the job (--first-check), and the first step avoids the nodes it names: no step of its own.
-  d.set("preflight_step", preflight_step(plan));
-  d.set("preflight_first_check", plan.preflight.has_value() && !preflight_step(plan));
+  const bool step = preflight_step(plan);
+  d.set("preflight_step", step);
+  d.set("preflight_first_check", plan.preflight.has_value() && !step);
   const Preflight p = plan.preflight.value_or(Preflight{});
   d.set("preflight_timeout", std::to_string(p.timeout));
   d.set("preflight_srun", words(plan.preflight_words));

@@ -32,6 +32,16 @@ const char* const k_topology_layout =
     "\tNode 1 (node02), 2 task(s): 4 5 \n"
     "\tNode 2 (node03), 2 task(s): 0 1 \n";
 
+// ddp-watch's options around `srun --ddp python3 SCRIPT` with a stall timeout of `timeout` s.
+Options ddp_step(long timeout, std::string script) {
+  Options o;
+  o.timeout_s = timeout;
+  o.startup_s = 60;
+  o.grace_s = 10;
+  o.command = {"srun", "--ddp", "python3", std::move(script)};
+  return o;
+}
+
 std::vector<std::pair<std::string, std::vector<int>>> nodes_of(const StepLayout& layout) {
   std::vector<std::pair<std::string, std::vector<int>>> out;
   for (const StepLayout::Node& n : layout.nodes) out.emplace_back(n.name, n.tasks);
@@ -130,11 +140,7 @@ TEST(WatchLayout, WhichStepsNumberRanksByNode) {
 // The killed rank 3 runs on node02, whose tasks Slurm 26.05 numbered 4 and 5 (topology order):
 // srun says "task 5", the summary says rank 3.
 TEST(WatchLayout, CrashSummaryNamesTheRankUnderTopologyOrder) {
-  Options o;
-  o.timeout_s = 20;
-  o.startup_s = 60;
-  o.grace_s = 10;
-  o.command = {"srun", "--ddp", "python3", "stall.py"};
+  const Options o = ddp_step(20, "stall.py");
   Supervisor s(o, JobEnv{"42", "", "", "", false, "", std::nullopt});
   s.steps_before({});
   s.started(t0);
@@ -160,11 +166,7 @@ TEST(WatchLayout, CrashSummaryNamesTheRankUnderTopologyOrder) {
 // A layout that cannot be had is asked for again, k_layout_retry apart, k_layout_tries times;
 // then srun's task ids stand for the ranks, as before. A step without --ddp never asks.
 TEST(WatchLayout, AskedAFewTimesThenLeft) {
-  Options o;
-  o.timeout_s = 60;
-  o.startup_s = 60;
-  o.grace_s = 10;
-  o.command = {"srun", "--ddp", "python3", "train.py"};
+  Options o = ddp_step(60, "train.py");
   Supervisor s(o, JobEnv{"42", "", "", "", false, "", std::nullopt});
   s.steps_before({{"42.0", "node01"}});
   s.started(t0);
