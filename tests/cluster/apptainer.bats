@@ -85,22 +85,28 @@ EOF
   echo "$output"
   [ "$status" -eq 0 ]
   local lines
-  lines=$(grep -E '^[0-9]+ ' <<<"$output" | sort -n)
+  # By RANK: ranks run node by node along the node list, whatever order Slurm numbered the
+  # tasks in (Slurm 26.05 at a topology site starts task 0 elsewhere).
+  lines=$(grep -E '^[0-9]+ ' <<<"$output" | sort -k2,2n)
   [ "$(wc -l <<<"$lines")" -eq 6 ]
-  local procid rank local_rank world local_world addr port image host n=0
+  local procid rank local_rank world local_world addr port image host n=0 procids=""
   while read -r procid rank local_rank world local_world addr port image host; do
-    [ "$rank" = "$procid" ]
-    [ "$local_rank" = $((procid % 2)) ]
-    [ "$world" = 6 ] && [ "$local_world" = 2 ]
+    [ "$rank" = "$n" ]
+    [ "$local_rank" = $((rank % 2)) ]
+    [ "$world" = 6 ]
+    [ "$local_world" = 2 ]
     # Rank 0's node is the head node: node01 at .11.
     [ "$addr" = "$SUBNET.11" ]
     [[ $port =~ ^[0-9]+$ ]]
     # Set by the image's %environment: the command ran inside the container.
     [ "$image" = torch.sandbox ]
-    [ "$host" = "node0$((procid / 2 + 1))" ]
+    [ "$host" = "node0$((rank / 2 + 1))" ]
+    procids+="$host $local_rank $procid"$'\n'
     n=$((n + 1))
   done <<<"$lines"
   [ "$n" -eq 6 ]
+  # SLURM_PROCID is what Slurm gives the same shape without --ddp.
+  diff <(slurm_layout -N3 --ntasks-per-node=2) <(printf '%s' "$procids" | sort -k1,1 -k2,2n)
   # One port for the whole step.
   [ "$(awk '{print $7}' <<<"$lines" | sort -u | wc -l)" -eq 1 ]
 }

@@ -40,7 +40,14 @@ run_with_plugstack() {
   [ "${#lines[@]}" -eq 6 ]
   port=$(awk '{print $4}' <<<"$output" | sort -u)
   [ "$(wc -l <<<"$port")" -eq 1 ]                 # one port, agreed by all tasks
-  [ "$port" -ge 20000 ] && [ "$port" -le 30999 ]   # default window, below the ephemeral range
+  # Where Slurm reserves ports for every step (the cluster's MpiParams=ports=12000-12999), the
+  # first of the step's own; else one of the plugin's default window, below the ephemeral range.
+  reserved=$("$CLUSTER" run srun -N1 -n1 printenv SLURM_STEP_RESV_PORTS || true)
+  if [[ -n $reserved ]]; then
+    (( port >= 12000 && port <= 12999 ))
+  else
+    (( port >= 20000 && port <= 30999 ))
+  fi
   # Ranks by node along the node list, RANK 0 on node01 where MASTER_ADDR points.
   expected="node01 $SUBNET.11 $port 6 0 0 2 0 0 3
 node01 $SUBNET.11 $port 6 1 1 2 0 0 3

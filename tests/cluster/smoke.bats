@@ -54,7 +54,8 @@ setup() {
   ports=$(awk '{print $2}' <<<"$output" | sort -u)
   [ "$(wc -l <<<"$ports")" -eq 1 ]
   [[ $ports =~ ^([0-9]+)-([0-9]+)$ ]]
-  [ "${BASH_REMATCH[1]}" -ge 12000 ] && [ "${BASH_REMATCH[2]}" -le 12999 ]
+  [ "${BASH_REMATCH[1]}" -ge 12000 ]
+  [ "${BASH_REMATCH[2]}" -le 12999 ]
   [ $((BASH_REMATCH[2] - BASH_REMATCH[1])) -eq 1 ]
 }
 
