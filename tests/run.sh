@@ -87,6 +87,20 @@ fi
 # and runs on this machine's build and under the sanitizers. ddpgen, ddp-check's and
 # ddp-watch's cores do not read Slurm's headers: their unit and golden tests run here only.
 release_suites=${DDP_RELEASE_SUITES:-plugin failsafe check e2e requeue watchdog apptainer heal respawn topology}
+# The kind of site each release's cluster is (cluster.sh up --topology KIND, through the CMake
+# variable DDP_CLUSTER_TOPOLOGY), as RELEASE=KIND words; a release not named is a plain site.
+# Slurm 26.05 numbers a step's tasks in topology order at a site with a topology plugin, which
+# is how most GPU clusters are set up: every suite of 26.05 runs at a topology/tree site whose
+# switch order contradicts the node names, so task 0 is not on the first node of the step. This
+# machine's release (name order) is the plain site. DDP_RELEASE_TOPOLOGIES="" runs every release
+# at a plain site.
+release_topologies=${DDP_RELEASE_TOPOLOGIES-26.05=tree}
+release_topology() {  # RELEASE: its kind of site, or nothing
+  local word
+  for word in $release_topologies; do
+    [[ ${word%%=*} != "$1" ]] || { echo "${word#*=}"; return; }
+  done
+}
 if [[ $release_suites == all ]]; then
   release_target=() release_unit_filter=(-LE cluster) release_cluster_filter=(-L cluster)
 else
@@ -149,15 +163,21 @@ release_step() {  # NAME COMMAND...: runs COMMAND, appends "SECONDS (CPU-s) NAME
 release_build() {
   echo "== build of the products and the release's tests against Slurm $release (warnings are errors)"
   nice -n 19 "$userland" exec "$release" cmake -S "$root" -B "$dir" -DDDP_WERROR=ON \
-    "${relwithdebinfo[@]}" "${unity[@]}" -DDDP_CLUSTER_SLURM="$release" &&
+    "${relwithdebinfo[@]}" "${unity[@]}" -DDDP_CLUSTER_SLURM="$release" \
+    -DDDP_CLUSTER_TOPOLOGY="$(release_topology "$release")" &&
     nice -n 19 "$userland" exec "$release" cmake --build "$dir" -j"$jobs" "${release_target[@]}"
 }
 release_units() {
   "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -j"$jobs" \
     --no-tests=error "${release_unit_filter[@]}"
 }
+site_kind() {  # RELEASE: how the stage lines name its kind of site
+  local kind
+  kind=$(release_topology "$1")
+  if [[ -n $kind ]]; then echo "a topology/$kind site"; else echo "a plain site"; fi
+}
 release_clusters() {
-  echo "== real-cluster tests ($release_suites) on cluster id $id (log: /tmp/ddp-cluster-tests-$release.out)"
+  echo "== real-cluster tests ($release_suites) on cluster id $id, $(site_kind "$release") (log: /tmp/ddp-cluster-tests-$release.out)"
   DDP_CLUSTER_ID=$id ctest --test-dir "$dir" --output-on-failure --timeout 900 --no-tests=error \
     "${release_cluster_filter[@]}" >"/tmp/ddp-cluster-tests-$release.out" 2>&1
 }
@@ -168,7 +188,7 @@ run_release() {
   release_step "userland" "$userland" ensure "$release" &&
     release_step "build (products, cluster programs, unit tests labelled release)" release_build &&
     release_step "unit tests in its userland" release_units &&
-    release_step "real-cluster tests ($release_suites)" release_clusters || rc=$?
+    release_step "real-cluster tests ($release_suites) at $(site_kind "$release")" release_clusters || rc=$?
   rm -f "$times_file"
   return "$rc"
 }
