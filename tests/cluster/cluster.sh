@@ -56,6 +56,11 @@
 # this machine's own Slurm when it is that release). Without --plugin, the plugin is built
 # against that release's headers from this checkout into build-slurm-RELEASE/ and loaded. /tmp
 # and this checkout are the same paths inside. Without --slurm: this machine's Slurm, as always.
+#
+# DDP_CLUSTER_CRED_EXPIRE=SECONDS (default 10) is slurm.conf's cred_expire. Slurm holds a
+# requeued job for that long plus a second before it may start again (its requeue_delay
+# defaults to the credential lifetime), so the tests' requeues take about 15 s; Slurm's own
+# default, 120, is a real site's requeue delay (tests/bench/bench_respawn.sh measures both).
 set -euo pipefail
 
 readonly k_id=${DDP_CLUSTER_ID:-0}
@@ -67,6 +72,9 @@ else
   readonly k_state=${DDP_CLUSTER_DIR:-/tmp/ddp-cluster-$k_id}
   readonly k_ns_prefix=ddpc$k_id-
 fi
+readonly k_cred_expire=${DDP_CLUSTER_CRED_EXPIRE:-10}
+[[ $k_cred_expire =~ ^[1-9][0-9]{0,4}$ ]] ||
+  { echo "cluster.sh: error: DDP_CLUSTER_CRED_EXPIRE=$k_cred_expire: expected 1-99999 seconds" >&2; exit 2; }
 readonly k_skip=77                   # ctest SKIP_RETURN_CODE: a prerequisite is missing
 readonly k_bridge_ns=${k_ns_prefix}br
 readonly k_subnet_prefix=10.77.$k_id
@@ -320,8 +328,9 @@ SlurmdPort=6818
 AuthType=auth/munge
 CredType=cred/munge
 # One munged in the root namespace serves every host through its socket path. A short
-# credential lifetime lets a requeued job start again after ~15 s instead of ~2 min.
-AuthInfo=socket=$munge_socket,cred_expire=10
+# credential lifetime (DDP_CLUSTER_CRED_EXPIRE) lets a requeued job start again after ~15 s
+# instead of ~2 min.
+AuthInfo=socket=$munge_socket,cred_expire=$k_cred_expire
 StateSaveLocation=$k_state/spool/ctld
 SlurmdSpoolDir=$k_state/spool/%n
 SlurmctldPidFile=$run_dir/slurmctld.pid
