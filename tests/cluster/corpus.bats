@@ -199,6 +199,7 @@ check_case() {
 @test "corpus: nanotron-torchrun-bash-c" { check_case nanotron-torchrun-bash-c; }
 @test "corpus: nersc-perlmutter-shifter-srun" { check_case nersc-perlmutter-shifter-srun; }
 @test "corpus: nersc-sc23-shifter-mounts" { check_case nersc-sc23-shifter-mounts; }
+@test "corpus: olcf-frontier-deepspeed-pdsh" { check_case olcf-frontier-deepspeed-pdsh; }
 @test "corpus: olcf-frontier-srun-conda" { check_case olcf-frontier-srun-conda; }
 @test "corpus: olmo-lumi-srun-singularity" { check_case olmo-lumi-srun-singularity; }
 @test "corpus: open-clip-stability-srun-efa" { check_case open-clip-stability-srun-efa; }
