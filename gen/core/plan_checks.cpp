@@ -60,6 +60,23 @@ std::vector<std::string> reference_names(const Job& job, const Profile& profile)
   return names;
 }
 
+// Whether a task_prefix is a shell that runs a command string ([bash, -c, '...', name],
+// [sh, -ec, ...]): its words are that shell's to expand, in the task.
+bool shell_prefix(const std::vector<std::string>& prefix) {
+  if (prefix.empty()) return false;
+  const std::string& first = prefix.front();
+  const std::string program = first.substr(first.rfind('/') + 1);
+  if (program != "bash" && program != "sh" && program != "dash" && program != "zsh" &&
+      program != "ksh")
+    return false;
+  for (std::size_t i = 1; i < prefix.size(); ++i) {
+    const std::string& word = prefix[i];
+    if (word.size() < 2 || word[0] != '-' || word[1] == '-') return false;
+    if (word.find('c') != std::string::npos) return true;
+  }
+  return false;
+}
+
 // One value's references against the names it may use: an error for one that cannot expand, a
 // warning for each "$NAME" that stays as written.
 void check_value(const Job& job, const std::vector<std::string>& allowed, const std::string& key,
@@ -78,11 +95,24 @@ void check_value(const Job& job, const std::vector<std::string>& allowed, const 
     warnings.push_back({ddp::text::quote(shown) + ": $" + name + " stays as written; write ${" +
                             name + "} for its value when the job runs",
                         job.at(key)});
-  for (const auto& name : refs::unbraced_unknown(value, allowed))
-    warnings.push_back({ddp::text::quote(shown) + ": $" + name +
-                            " stays as written: the job knows no variable " + name +
-                            " (a job's own go in env:, a site's in its profile's variables:)",
+  for (const auto& name : refs::unbraced_unknown(value, allowed)) {
+    if (!refs::set_in_each_task(name)) {
+      warnings.push_back({ddp::text::quote(shown) + ": $" + name +
+                              " stays as written: the job knows no variable " + name +
+                              " (a job's own go in env:, a site's in its profile's variables:)",
+                          job.at(key)});
+      continue;
+    }
+    // A shell of the prefix runs in each task, after the setup: there it reads RANK,
+    // MASTER_ADDR and the rest, as task_prefix is meant to.
+    if (key == "task_prefix" && shell_prefix(job.task_prefix)) continue;
+    warnings.push_back({ddp::text::quote(shown) + ": $" + name + " stays as written: " + name +
+                            " is set in each task only, never where ddpgen's values expand; a "
+                            "shell in task_prefix reads it there ([bash, -c, 'exec \"$@\" "
+                            "--arg=\"$" +
+                            name + "\"', prefix])",
                         job.at(key)});
+  }
 }
 
 // A warning for each value that starts with "~" where it stays as written: a word that is not

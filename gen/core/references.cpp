@@ -274,6 +274,10 @@ std::vector<std::string> unbraced_unknown(std::string_view text,
   return dollar_names(text, allowed, false);
 }
 
+bool set_in_each_task(std::string_view name) {
+  return std::ranges::find(per_task_variables(), name) != per_task_variables().end();
+}
+
 std::optional<std::string> filename_pattern(std::string_view text, std::string* out) {
   out->clear();
   for (std::size_t i = 0; i < text.size(); ++i) {

@@ -53,6 +53,10 @@ std::vector<std::string> unbraced(std::string_view text, const std::vector<std::
 std::vector<std::string> unbraced_unknown(std::string_view text,
                                           const std::vector<std::string>& allowed);
 
+// Whether name is set in each task only (Slurm's SLURM_PROCID, ddpgen's RANK and MASTER_ADDR,
+// ...): never in the batch shell or when ddpgen writes the script, but where a task_prefix runs.
+bool set_in_each_task(std::string_view name);
+
 // Returns text with its references replaced by the patterns sbatch expands in --output and
 // --error (${SLURM_JOB_ID} -> %j, ${SLURM_ARRAY_TASK_ID} -> %a, ...), or why one has none:
 // sbatch reads #SBATCH lines itself, before any shell runs.

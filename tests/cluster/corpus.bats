@@ -175,8 +175,10 @@ check_case() {
 
 @test "corpus: accelerate-multinode-fsdp" { check_case accelerate-multinode-fsdp; }
 @test "corpus: alignment-handbook-accelerate" { check_case alignment-handbook-accelerate; }
+@test "corpus: alliance-cedar-torchrun-venv" { check_case alliance-cedar-torchrun-venv; }
 @test "corpus: aws-ddp-pyxis-cpu" { check_case aws-ddp-pyxis-cpu; }
 @test "corpus: bigscience-jeanzay-megatron-deepspeed" { check_case bigscience-jeanzay-megatron-deepspeed; }
+@test "corpus: c3se-alvis-torchrun-proepi" { check_case c3se-alvis-torchrun-proepi; }
 @test "corpus: chatglm-deepspeed-mpirun" { check_case chatglm-deepspeed-mpirun; }
 @test "corpus: csc-mahti-srun-script-args" { check_case csc-mahti-srun-script-args; }
 @test "corpus: csc-puhti-accelerate" { check_case csc-puhti-accelerate; }
@@ -184,6 +186,7 @@ check_case() {
 @test "corpus: cscs-alps-nanotron-environment" { check_case cscs-alps-nanotron-environment; }
 @test "corpus: fairseq-fsdp-srun" { check_case fairseq-fsdp-srun; }
 @test "corpus: gpt-neox-deepy-hostfile" { check_case gpt-neox-deepy-hostfile; }
+@test "corpus: itwinai-jsc-deepspeed-srun" { check_case itwinai-jsc-deepspeed-srun; }
 @test "corpus: jsc-course-torchrun-ib" { check_case jsc-course-torchrun-ib; }
 @test "corpus: kisti-neuron-lightning-conda" { check_case kisti-neuron-lightning-conda; }
 @test "corpus: lightning-docs-slurm" { check_case lightning-docs-slurm; }
@@ -192,11 +195,15 @@ check_case() {
 @test "corpus: megatron-sc21-pyxis" { check_case megatron-sc21-pyxis; }
 @test "corpus: mlengineering-lightning-launcher" { check_case mlengineering-lightning-launcher; }
 @test "corpus: mlengineering-torchrun-launcher" { check_case mlengineering-torchrun-launcher; }
+@test "corpus: mmdetection-slurm-train-srun" { check_case mmdetection-slurm-train-srun; }
 @test "corpus: nanotron-torchrun-bash-c" { check_case nanotron-torchrun-bash-c; }
 @test "corpus: nersc-perlmutter-shifter-srun" { check_case nersc-perlmutter-shifter-srun; }
 @test "corpus: nersc-sc23-shifter-mounts" { check_case nersc-sc23-shifter-mounts; }
+@test "corpus: olcf-frontier-deepspeed-pdsh" { check_case olcf-frontier-deepspeed-pdsh; }
 @test "corpus: olcf-frontier-srun-conda" { check_case olcf-frontier-srun-conda; }
 @test "corpus: olmo-lumi-srun-singularity" { check_case olmo-lumi-srun-singularity; }
+@test "corpus: open-clip-stability-srun-efa" { check_case open-clip-stability-srun-efa; }
+@test "corpus: openrlhf-pyxis-torchrun-procid" { check_case openrlhf-pyxis-torchrun-procid; }
 @test "corpus: princeton-ddp-srun-conda" { check_case princeton-ddp-srun-conda; }
 @test "corpus: princeton-lightning-reservation" { check_case princeton-lightning-reservation; }
 @test "corpus: pytorch-examples-ddp-torchrun" { check_case pytorch-examples-ddp-torchrun; }
@@ -204,3 +211,5 @@ check_case() {
 @test "corpus: speechbrain-launch-conda" { check_case speechbrain-launch-conda; }
 @test "corpus: torchtitan-multinode" { check_case torchtitan-multinode; }
 @test "corpus: torchtune-multinode-tune-run" { check_case torchtune-multinode-tune-run; }
+@test "corpus: uf-hipergator-srun-singularity" { check_case uf-hipergator-srun-singularity; }
+@test "corpus: vector-rtx6000-torchrun-monitor" { check_case vector-rtx6000-torchrun-monitor; }

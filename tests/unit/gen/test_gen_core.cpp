@@ -251,6 +251,45 @@ TEST(GenPlan, LeadingTildeIsHomeInPathsAndWarnedElsewhere) {
   EXPECT_EQ(warned, (std::vector<std::string>{"\"args[1]\"", "\"env.DATA\""}));
 }
 
+// "$MASTER_ADDR" without braces stays as written. In a shell prefix that is what is meant: the
+// prefix runs in each task, after the setup, and its shell reads the variable there (no
+// warning). Elsewhere the warning says where the variable is set instead of calling it unknown.
+TEST(GenPlan, TaskVariablesAreForAShellPrefix) {
+  auto profile = decode_profile(*read_profile_doc("node: {gpus: 1, cores: 8}\n"
+                                                  "partitions: [{name: gpu}]\n",
+                                                  "p.yaml"),
+                                Profile{});
+  ASSERT_TRUE(profile) << profile.error().to_string();
+  auto job = decode_job(
+      "time: \"10\"\nscript: t.py\nlauncher: srun\n"
+      "task_prefix: [bash, -c, 'exec \"$@\" --addr=\"$MASTER_ADDR\"', with-addr]\n"
+      "args: [--rank, $RANK, --ver, $VER]\n",
+      "job.yaml", {});
+  ASSERT_TRUE(job) << job.error().to_string();
+  auto p = plan(*job, *profile);
+  ASSERT_TRUE(p) << p.error().to_string();
+  std::vector<std::string> warned;
+  for (const auto& w : p->warnings) warned.push_back(w.message);
+  EXPECT_EQ(warned,
+            (std::vector<std::string>{
+                "\"args[1]\": $RANK stays as written: RANK is set in each task only, never where "
+                "ddpgen's values expand; a shell in task_prefix reads it there ([bash, -c, "
+                "'exec \"$@\" --arg=\"$RANK\"', prefix])",
+                "\"args[3]\": $VER stays as written: the job knows no variable VER (a job's own "
+                "go in env:, a site's in its profile's variables:)"}));
+  // A prefix that is no shell gets the text: the warning stays.
+  auto direct = decode_job(
+      "time: \"10\"\nscript: t.py\nlauncher: srun\n"
+      "task_prefix: [numactl, --cpunodebind=$LOCAL_RANK]\n",
+      "job.yaml", {});
+  ASSERT_TRUE(direct) << direct.error().to_string();
+  auto q = plan(*direct, *profile);
+  ASSERT_TRUE(q) << q.error().to_string();
+  ASSERT_EQ(q->warnings.size(), 1U);
+  EXPECT_EQ(q->warnings.front().message.substr(0, 59),
+            "\"task_prefix[1]\": $LOCAL_RANK stays as written: LOCAL_RANK ");
+}
+
 // accelerate: task_prefix wraps accelerate launch inside the wrapper (its count, then its words,
 // first among the wrapper's arguments), never the wrapper itself; a config file is checked in
 // the batch shell only when the job has two processes or more.
