@@ -5,6 +5,8 @@
 #   - a rank on node02 dies of SIGBUS at epoch 2: one verdict names node02, ddp-watch starts a
 #     new training step on node[01,03-04] in the same job, which resumes from the checkpoint;
 #     no requeue (Restarts=0), the job COMPLETED;
+#   - Slurm takes node02 down during training (scontrol update State=DOWN): srun's own "Node
+#     failure on node02" names it, and the step moves to the spare in the same job;
 #   - the same with `spares: 0`: the heal path excludes node02 and requeues, as before;
 #   - a program whose rank 1 dies of SIGBUS wherever it runs: one respawn, then ddp-watch says
 #     the fault follows the job and the job fails, not requeued;
@@ -56,6 +58,9 @@ setup() {
 }
 
 teardown() {
+  if [[ -n ${downed:-} ]]; then
+    cl scontrol update NodeName="$downed" State=RESUME || true
+  fi
   if [[ -n ${blackholed:-} ]]; then
     ip netns exec "$(netns "$blackholed")" ip route del blackhole "$SUBNET.11/32" || true
   fi
@@ -174,6 +179,34 @@ field() {
   echo "$output"
   [ "$status" -eq 0 ]
   [ "$output" = "epochs 6 6 losses same weights same" ]
+}
+
+@test "Slurm takes node02 down during training: its node failure moves the step to the spare, same job" {
+  # An administrator's (or a health check's) scontrol update State=DOWN: slurmctld removes the
+  # node from the job, which --no-kill keeps running, ends the step's tasks there and tells
+  # srun, which prints "Node failure on node02": Slurm's own record, the evidence acted on.
+  submit 1 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
+  grep -qx "#SBATCH --no-kill" "$work/job.slurm"
+  local deadline=$((SECONDS + 180))
+  until grep -qE "^epoch 2/6 loss " "$work/job.out" 2>/dev/null; do
+    ((SECONDS < deadline)) || { ended COMPLETED; false; }
+    sleep 0.2
+  done
+  downed=node02
+  cl scontrol update NodeName=node02 State=DOWN Reason="respawn test: node failure"
+  ended COMPLETED
+  [ "$(field Restarts)" = 0 ]
+  [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
+  grep -qE "^srun: error: Node failure on node02$" "$work/job.out"
+  [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(node-failure\): srun: Node failure on node02; node\[01-03\] -> node\[01,03-04\]; the new step started [0-9]+\.[0-9]+ s after the failed one's srun exited, its nodes checked in between$" "$work/job.out"
+  [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
+  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 2 ]
+  grep -qE "^resumed from epoch [23]$" "$work/job.out"
+  for e in 1 2 3 4 5 6; do
+    [ "$(grep -c "^epoch $e/6 loss " "$work/job.out")" -eq 1 ]
+  done
+  grep -qx "weights identical on 3 ranks" "$work/job.out"
 }
 
 @test "a node that cannot reach the head before training: the first step takes the spare, same job, no requeue" {
