@@ -62,7 +62,7 @@ std::string check_text(const CheckInvocation& c) {
 // which come first in the program (the preflight runs on the host, its output unsplit).
 std::optional<long> setup_wrapper_words(const Plan& plan) {
   if (plan.plugin || !plan.wrapped || plan.batch_launch) return std::nullopt;
-  if (plan.wrapper_exec != "exec \"$@\"" || !plan.wrapper_args.empty()) return std::nullopt;
+  if (plan.wrapper_exec != k_plain_exec || !plan.wrapper_args.empty()) return std::nullopt;
   if (!plan.rank_log_words.empty() || !plan.container_words.empty()) return std::nullopt;
   long words = 4;  // bash -c CODE ddpgen-task
   for (std::string_view w : ddp::text::split(task_setup_args(plan), ' '))
