@@ -6,7 +6,7 @@
 #     new training step on node[01,03-04] in the same job, which resumes from the checkpoint;
 #     no requeue (Restarts=0), the job COMPLETED;
 #   - the same without the plugin: the checks of every node and of the new step's run under the
-#     script's per-task setup (ddp-watch --check-wrapper);
+#     script's per-task setup (ddp-watch --check-wrapper), also with torchrun and a hang;
 #   - the same with `spares: 0`: the heal path excludes node02 and requeues, as before;
 #   - a program whose rank 1 dies of SIGBUS wherever it runs: one respawn, then ddp-watch says
 #     the fault follows the job and the job fails, not requeued;
@@ -299,6 +299,15 @@ hang_respawned() {
   submit 1 "$REPO/tests/cluster/stall.py" '[--steps, "8", --at-step, "3", --hang-node, node02]' torchrun 10s
   grep -q "torchrun" "$work/job.slurm"
   hang_respawned
+}
+
+@test "torchrun without the plugin: the worker on node02 hangs: a new step on a spare, its nodes checked" {
+  noplugin=1 submit 1 "$REPO/tests/cluster/stall.py" '[--steps, "8", --at-step, "3", --hang-node, node02]' torchrun 10s
+  # One launcher per node under the task setup in its torchrun mode, the preflight's own.
+  grep -qE -- "^ddp-watch .* --first-check .*--check-wrapper=8 -- " "$work/job.slurm"
+  grep -q "ddpgen-task torchrun 1 " "$work/job.slurm"
+  hang_respawned
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hang\): .*, its nodes checked in between$" "$work/job.out"
 }
 
 @test "the spare cannot reach the head when the respawn comes: its check names it, no training on it" {
