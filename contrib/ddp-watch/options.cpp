@@ -107,7 +107,8 @@ constexpr Row k_table[] = {
       .kind = cli::Kind::file,
       .arg = "WORDS",
       .help = "with --spares: before a new step, run this check (words split at spaces,\n"
-              "e.g. \"ddp-check --timeout=60\") on its nodes through srun --ddp"},
+              "e.g. \"ddp-check --timeout=60\") on its nodes through srun --ddp\n"
+              "or --check-wrapper"},
      [](Options& o, const Value& v) { o.respawn_check = split_words(v.text); }},
     {{.name = "--first-check",
       .help = "with --respawn-check: run the check on every node of the job before the\n"
@@ -121,6 +122,15 @@ constexpr Row k_table[] = {
       .min = 1,
       .max = 1024},
      [](Options& o, const Value& v) { o.check_tasks_per_node = whole(v); }},
+    {{.name = "--check-wrapper",
+      .kind = cli::Kind::number,
+      .arg = "N",
+      .help = "with --respawn-check, in place of srun --ddp: the checks run under the\n"
+              "first N words of the step's program, a per-task setup that exports the\n"
+              "ranks and the address (ddpgen's without the plugin)",
+      .min = 1,
+      .max = 64},
+     [](Options& o, const Value& v) { o.check_wrapper = whole(v); }},
     {{.name = "--launchers",
       .help = "the command's tasks are per-node launchers (torchrun or one like it,\n"
               "whatever its name): ranks are told by the workers' own RANK, never by\n"
@@ -164,6 +174,28 @@ constexpr cli::Style k_style{.prefix = "ddp-watch: ",
                              .stop_at_operand = true,
                              .usage_width = 21};
 
+// Why --respawn-check cannot set up its ranks as given, if it cannot: under the plugin
+// (srun --ddp) or under the step's own per-task setup (--check-wrapper), one of them.
+std::optional<std::string> check_refusal(const Options& o) {
+  const bool plugin = !ddp_option(o.command).empty();
+  if (o.check_wrapper == 0) {
+    if (plugin) return std::nullopt;
+    return "ddp-watch: --respawn-check needs srun --ddp in the command (the check runs under "
+           "the plugin, as the step does) or --check-wrapper N (under the first N words of "
+           "the step's program, its per-task setup)";
+  }
+  if (plugin) {
+    return "ddp-watch: --check-wrapper and srun --ddp both set up the check's ranks: give one";
+  }
+  const std::size_t words = o.command.size() - srun_program_at(o.command);
+  if (words <= static_cast<std::size_t>(o.check_wrapper)) {
+    return "ddp-watch: --check-wrapper " + std::to_string(o.check_wrapper) +
+           ": the step's program after srun's options has " + std::to_string(words) +
+           " word(s), none left for the program the wrapper runs";
+  }
+  return std::nullopt;
+}
+
 // Why --spares, --respawn-max or --respawn-check cannot work as given, if they cannot.
 std::optional<std::string> respawn_refusal(const Options& o) {
   if (o.spares == 0 && o.respawn_max >= 0) {
@@ -178,11 +210,10 @@ std::optional<std::string> respawn_refusal(const Options& o) {
   if (o.first_check && o.respawn_check.empty()) {
     return "ddp-watch: --first-check needs --respawn-check (the check it runs on every node)";
   }
-  if (o.spares == 0) return std::nullopt;
-  if (!o.respawn_check.empty() && ddp_option(o.command).empty()) {
-    return "ddp-watch: --respawn-check needs srun --ddp in the command (the check runs under "
-           "the plugin, as the step does)";
+  if (o.check_wrapper != 0 && o.respawn_check.empty()) {
+    return "ddp-watch: --check-wrapper needs --respawn-check (the check it wraps)";
   }
+  if (o.spares == 0) return std::nullopt;
   if (o.heal.empty()) {
     return "ddp-watch: --spares needs --heal (the heal path names the nodes to replace)";
   }
@@ -191,6 +222,7 @@ std::optional<std::string> respawn_refusal(const Options& o) {
            "each step (not " +
            quote(o.command.front()) + ")";
   }
+  if (!o.respawn_check.empty()) return check_refusal(o);
   return std::nullopt;
 }
 
@@ -404,17 +436,29 @@ std::string ddp_option(const std::vector<std::string>& command) {
   return {};
 }
 
-bool launches_per_node(const std::vector<std::string>& command) {
-  if (!is_srun(command)) return launcher_at(command, 0);
+std::size_t srun_program_at(const std::vector<std::string>& command) {
+  if (!is_srun(command)) return 0;
   std::size_t i = 1;
   while (i < command.size() && command[i].starts_with("-")) {
     const std::string& w = command[i];
-    if (w == "--") return launcher_at(command, i + 1);
+    if (w == "--") return i + 1;
     const bool valued =
         std::find(k_srun_valued.begin(), k_srun_valued.end(), w) != k_srun_valued.end();
     i += valued ? 2 : 1;
   }
-  return launcher_at(command, i);
+  return std::min(i, command.size());
+}
+
+bool launches_per_node(const std::vector<std::string>& command) {
+  return launcher_at(command, srun_program_at(command));
+}
+
+std::vector<std::string> check_setup(const Options& options) {
+  if (options.check_wrapper <= 0) return {ddp_option(options.command)};
+  const auto at = static_cast<std::ptrdiff_t>(srun_program_at(options.command));
+  const auto end =
+      std::min(at + options.check_wrapper, static_cast<std::ptrdiff_t>(options.command.size()));
+  return {options.command.begin() + at, options.command.begin() + end};
 }
 
 std::string usage() {

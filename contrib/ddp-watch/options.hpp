@@ -33,6 +33,7 @@ struct Options {
   std::vector<std::string> respawn_check;  // --respawn-check "WORDS": the check before a respawn
   bool first_check = false;  // --first-check: the check on every node before the first step too
   long check_tasks_per_node = 0;  // --check-tasks-per-node N: the checks' tasks per node; 0 = 1
+  long check_wrapper = 0;    // --check-wrapper N: the checks run under the program's first N words
   bool launchers = false;    // --launchers: the tasks are per-node launchers, whatever their name
   bool keep_labels = false;  // forward srun's "N: " task labels instead of removing them
   std::string dump_step;     // internal: on this node, dump the stacks of step JOB.STEP one by one
@@ -88,6 +89,16 @@ bool is_srun(const std::vector<std::string>& command);
 
 // The command's `--ddp` or `--ddp=MODE` word, when it is srun with one among its options; "".
 std::string ddp_option(const std::vector<std::string>& command);
+
+// Where the program starts in an srun command: the first word after srun's options (and their
+// values, `-N 3` as `-N3`) and a `--`; command.size() when there is none. 0 when the command
+// is not srun.
+std::size_t srun_program_at(const std::vector<std::string>& command);
+
+// The words the checks of --respawn-check run under, between srun's options and the check's
+// own: the first --check-wrapper words of the step's program (a per-task setup that exports
+// what the plugin would), else the command's --ddp option.
+std::vector<std::string> check_setup(const Options& options);
 
 // The usage text.
 std::string usage();

@@ -204,6 +204,22 @@ std::string check_failed_line(const RespawnDone& done, std::size_t number, unsig
          " failed, no step started there; " + then;
 }
 
+std::vector<std::string> check_command(const Options& options,
+                                       const std::vector<std::string>& nodes) {
+  const std::size_t per_node =
+      options.check_tasks_per_node > 0 ? static_cast<std::size_t>(options.check_tasks_per_node) : 1;
+  std::vector<std::string> command = {options.command.front(),
+                                      "--nodelist=" + format_hostlist(nodes),
+                                      "--nodes=" + std::to_string(nodes.size()),
+                                      "--ntasks=" + std::to_string(nodes.size() * per_node),
+                                      "--ntasks-per-node=" + std::to_string(per_node),
+                                      "--kill-on-bad-exit=1"};
+  const std::vector<std::string> setup = check_setup(options);
+  command.insert(command.end(), setup.begin(), setup.end());
+  command.insert(command.end(), options.respawn_check.begin(), options.respawn_check.end());
+  return command;
+}
+
 std::string respawn_summary(const std::vector<RespawnDone>& done) {
   if (done.empty()) return "respawns: none";
   std::vector<std::string> parts;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ddp-watch/options.hpp"
 #include "libddp/util/suspect.hpp"
 
 namespace ddp::watch {
@@ -84,6 +85,13 @@ RespawnDecision decide_first_step(const std::vector<std::string>& allocation, un
 // every node found before the first step); otherwise falls back.
 RespawnDecision decide_respawn(const RespawnState& state, bool failed,
                                const std::vector<Suspect>& suspects, unsigned max_respawns);
+
+// The check of `nodes` (--respawn-check): the command's srun on them, --check-tasks-per-node
+// tasks on each (1 by default), killed at the first bad exit, under check_setup() (the
+// command's --ddp option or, with --check-wrapper, the first words of its program), then the
+// check's words. None of the step's other srun options: the check is the preflight's.
+std::vector<std::string> check_command(const Options& options,
+                                       const std::vector<std::string>& nodes);
 
 // The line of a respawn whose step starts: "respawn 1 of at most 1: node02
 // (hardware-signal): EVIDENCE; node[01-03] -> node[01,03-04]; the new step started 2.30 s

@@ -91,17 +91,7 @@ std::vector<std::string> Respawner::first_check_command() {
 }
 
 std::vector<std::string> Respawner::check_on(const std::vector<std::string>& nodes) const {
-  const std::size_t per_node =
-      options_.check_tasks_per_node > 0 ? static_cast<std::size_t>(options_.check_tasks_per_node) : 1;
-  std::vector<std::string> command = {options_.command.front(),
-                                      "--nodelist=" + format_hostlist(nodes),
-                                      "--nodes=" + std::to_string(nodes.size()),
-                                      "--ntasks=" + std::to_string(nodes.size() * per_node),
-                                      "--ntasks-per-node=" + std::to_string(per_node),
-                                      "--kill-on-bad-exit=1",
-                                      ddp_option(options_.command)};
-  command.insert(command.end(), options_.respawn_check.begin(), options_.respawn_check.end());
-  return command;
+  return watch::check_command(options_, nodes);
 }
 
 Respawner::Next Respawner::after(bool failed, const std::vector<Suspect>& suspects,

@@ -32,8 +32,7 @@ class Respawner {
   // Whether the step next_command() just gave is a respawn and --respawn-check is set: the
   // check runs on its nodes first.
   bool check_due() const { return check_due_; }
-  // The check of the new step's nodes: srun on them, one task per node, under the step's
-  // --ddp option, running --respawn-check's words.
+  // The check of the new step's nodes: check_command() (respawn.hpp) on them.
   std::vector<std::string> check_command() const;
   // The check passed: the line of the respawn, whose step starts now.
   void check_passed();

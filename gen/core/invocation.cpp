@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "libddp/util/shell.hpp"
+#include "libddp/util/text.hpp"
 
 namespace ddpgen {
 namespace {
@@ -52,6 +53,23 @@ std::string check_text(const CheckInvocation& c) {
   return text;
 }
 
+// Without the plugin, the words of the per-task setup at the start of the training step's
+// program, when they are exactly the preflight's: bash -c "$ddpgen_task_setup"'exec "$@"'
+// ddpgen-task MODE N FIRST SIZE (the same arguments, and the step's tasks per node). The
+// training's ddp-watch then runs the check under them (--check-wrapper), as the preflight step
+// would. Not so for lightning and accelerate, whose code after the setup differs (it would run
+// ddp-check as the training program); nor behind a per-rank log's tee or a container's command,
+// which come first in the program (the preflight runs on the host, its output unsplit).
+std::optional<long> setup_wrapper_words(const Plan& plan) {
+  if (plan.plugin || !plan.wrapped || plan.batch_launch) return std::nullopt;
+  if (plan.wrapper_exec != k_plain_exec || !plan.wrapper_args.empty()) return std::nullopt;
+  if (!plan.rank_log_words.empty() || !plan.container_words.empty()) return std::nullopt;
+  long words = 4;  // bash -c CODE ddpgen-task
+  for (std::string_view w : ddp::text::split(task_setup_args(plan), ' '))
+    if (!w.empty()) ++words;
+  return words;
+}
+
 }  // namespace
 
 std::optional<CheckInvocation> preflight_check(const Plan& plan) {
@@ -97,13 +115,16 @@ std::optional<WatchInvocation> training_watch(const Plan& plan) {
     w.spares = plan.spares;
     w.respawn_max = plan.heal->max_respawns;
     // The preflight again on a respawn's nodes: it runs under srun --ddp, as the plugin's
-    // preflight does (the no-plugin script's preflight needs the script's own setup). It is
-    // also the preflight itself (--first-check): ddp-watch checks every node of the job, the
-    // spares included, and the first step avoids the nodes it names instead of a requeue.
-    if (plan.plugin && plan.preflight) {
+    // preflight does, or without the plugin under the step's own per-task setup, as the
+    // script's preflight does. It is also the preflight itself (--first-check): ddp-watch checks
+    // every node of the job, the spares included, and the first step avoids the nodes it names
+    // instead of a requeue.
+    const std::optional<long> wrapper = setup_wrapper_words(plan);
+    if (plan.preflight && (plan.plugin || wrapper)) {
       w.respawn_check = preflight_check(plan);
       w.first_check = true;
       if (plan.preflight_tasks_per_node > 1) w.check_tasks_per_node = plan.preflight_tasks_per_node;
+      w.check_wrapper = wrapper;
     }
   }
   return w;
@@ -133,6 +154,7 @@ std::vector<std::string> words(const WatchInvocation& w) {
   if (w.first_check) out.emplace_back("--first-check");
   if (w.check_tasks_per_node)
     out.push_back(literal("--check-tasks-per-node", std::to_string(*w.check_tasks_per_node)));
+  if (w.check_wrapper) out.push_back(literal("--check-wrapper", std::to_string(*w.check_wrapper)));
   if (w.launchers) out.emplace_back("--launchers");
   return out;
 }

@@ -46,12 +46,15 @@ struct WatchInvocation {
   std::optional<CheckInvocation> respawn_check;  // --respawn-check: the preflight, again
   bool first_check = false;  // --first-check: the preflight, as the check of every node
   std::optional<long> check_tasks_per_node;  // --check-tasks-per-node: the preflight's, above 1
+  std::optional<long> check_wrapper;         // --check-wrapper: the setup's words, no plugin
   bool launchers = false;  // --launchers: torchrun.command names a launcher ddp-watch may not know
 };
 
 // What ddp-check and ddp-watch get in the script of `plan`; nothing where it has no such step.
 // preflight_check is also the check the training's ddp-watch runs (--respawn-check), and with
-// spares under the plugin the preflight itself (--first-check): then it has no step of its own.
+// spares the preflight itself (--first-check): then it has no step of its own. That is so under
+// the plugin, and without it where the training step's program starts with the preflight's
+// per-task setup (--check-wrapper).
 bool preflight_step(const Plan& plan);
 std::optional<CheckInvocation> preflight_check(const Plan& plan);
 std::optional<WatchInvocation> preflight_watch(const Plan& plan);  // heal: around the preflight

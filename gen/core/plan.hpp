@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gen/core/model.hpp"
@@ -28,6 +29,10 @@ struct Requeue {
   long max_restarts = 0;      // requeues of the job at most
   bool on_failure = false;    // a failed run is requeued too
 };
+
+// The end of the per-task wrapper's code that runs its arguments as they are: the training
+// step's with launcher srun and torchrun, and the preflight step's (templates/sbatch.sh.mustache).
+inline constexpr std::string_view k_plain_exec = "exec \"$@\"";
 
 struct Plan {
   std::string profile_name;
@@ -77,7 +82,7 @@ struct Plan {
   long preflight_tasks_per_node = 0;  // its --ntasks-per-node
   std::vector<Word> container_words;
   bool wrapped = false;            // the command runs under bash -c with per-task code
-  std::string wrapper_exec;        // raw bash for the end of that code ("exec ... \"$@\"")
+  std::string wrapper_exec;        // raw bash for the end of that code (k_plain_exec, ...)
   std::vector<Word> wrapper_args;  // words for that code before the command (accelerate's)
   std::vector<Word> prefix_words;  // task_prefix: before the wrapper or the command, per task
   bool accelerate_prefix = false;  // task_prefix is among accelerate's wrapper_args instead

@@ -133,7 +133,7 @@ void add_command(Plan& plan, const Job& job, const Profile& profile) {
   const std::vector<Word> python = python_words(job, profile);
   auto& cmd = plan.command_words;
   plan.wrapped = !plan.plugin || job.launcher == Launcher::accelerate;
-  plan.wrapper_exec = "exec \"$@\"";
+  plan.wrapper_exec = k_plain_exec;
   switch (job.launcher) {
     case Launcher::torchrun: {
       // The underscore spelling: torchrun before PyTorch 2.0 (Debian 12's 1.13) knows no

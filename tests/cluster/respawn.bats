@@ -7,6 +7,8 @@
 #     no requeue (Restarts=0), the job COMPLETED;
 #   - Slurm takes node02 down during training (scontrol update State=DOWN): srun's own "Node
 #     failure on node02" names it, and the step moves to the spare in the same job;
+#   - the SIGBUS case without the plugin: the checks of every node and of the new step's run under the
+#     script's per-task setup (ddp-watch --check-wrapper), also with torchrun and a hang;
 #   - the same with `spares: 0`: the heal path excludes node02 and requeues, as before;
 #   - a program whose rank 1 dies of SIGBUS wherever it runs: one respawn, then ddp-watch says
 #     the fault follows the job and the job fails, not requeued;
@@ -73,7 +75,9 @@ teardown() {
 # torchrun's workers importing torch on a loaded 2-core machine printed nothing for more than
 # 10 s; 20 s, ddp-watch's default, for the ranks to print their stacks: a rank that prints none
 # in time is named too, and on a loaded 2-core machine 5 s was not always enough) and heal, one rank per node through LAUNCHER
-# (default srun), a checkpoint per epoch, and submits it. Sets $job.
+# (default srun), a checkpoint per epoch, and submits it. Sets $job. With $noplugin set, the
+# site profile says the plugin is not installed (ddp_plugin: false): each task computes its
+# rank with the script's per-task setup.
 submit() {
   local spares=$1 script=$2 args=$3 launcher=${4:-srun} stall=${5:-60s}
   cat >"$work/job.yaml" <<JOB
@@ -101,6 +105,7 @@ partitions:
   replace:
     - {name: debug, max_nodes: 4, max_time: "1:00:00"}
 SITE
+  [[ -z ${noplugin:-} ]] || echo "ddp_plugin: false" >>"$work/site.yaml"
   "$DDPGEN" --profile "$work/site.yaml" "$work/job.yaml" -o "$work/job.slurm"
   job=$(cd "$work" && cl env PATH="$work/bin:$k_job_path" sbatch --parsable job.slurm)
 }
@@ -207,6 +212,37 @@ field() {
     [ "$(grep -c "^epoch $e/6 loss " "$work/job.out")" -eq 1 ]
   done
   grep -qx "weights identical on 3 ranks" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (node-failure) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
+}
+
+@test "without the plugin: the new step's nodes are checked under the task setup, same job, no requeue" {
+  noplugin=1 submit 1 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
+  # No srun --ddp: ddp-watch checks every node, and a new step's, under the training step's
+  # per-task setup (bash -c "$ddpgen_task_setup"... ddpgen-task tasks 1 PORTS: 8 words).
+  grep -qE -- "^ddp-watch .* --first-check .*--check-wrapper=8 -- " "$work/job.slurm"
+  run grep -E -- "^srun .*--ddp" "$work/job.slurm"
+  [ "$status" -eq 1 ]
+  bus_on node02 "epoch 2/6 loss .*" || { ended COMPLETED; false; }
+  ended COMPLETED
+  [ "$(field Restarts)" = 0 ]
+  grep -qx "run 0 on node\[01-04\]" "$work/job.out"
+  [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
+  # The check of all four nodes before the first step, and of the new step's three after the
+  # failure and before the respawn line.
+  grep -qE "^ddp-check: OK: 4 ranks on 4 nodes reached " "$work/job.out"
+  sed -n '/^ddp-watch: first failure: /,/^ddp-watch: respawn: respawn 1 /p' "$work/job.out" |
+    grep -qE "^ddp-check: OK: 3 ranks on 3 nodes reached "
+  [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): task 1 died of SIGBUS \(srun: .*\); node\[01-03\] -> node\[01,03-04\]; the new step started [0-9]+\.[0-9]+ s after the failed one's srun exited, its nodes checked in between$" "$work/job.out"
+  [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
+  # The new step's ranks, numbered by the setup from its own three nodes, resumed training.
+  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 2 ]
+  grep -qE "^resumed from epoch [23]$" "$work/job.out"
+  for e in 1 2 3 4 5 6; do
+    [ "$(grep -c "^epoch $e/6 loss " "$work/job.out")" -eq 1 ]
+  done
+  grep -qx "weights identical on 3 ranks" "$work/job.out"
+  [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
 }
 
 @test "a node that cannot reach the head before training: the first step takes the spare, same job, no requeue" {
@@ -297,6 +333,15 @@ hang_respawned() {
   submit 1 "$REPO/tests/cluster/stall.py" '[--steps, "8", --at-step, "3", --hang-node, node02]' torchrun 10s
   grep -q "torchrun" "$work/job.slurm"
   hang_respawned
+}
+
+@test "torchrun without the plugin: the worker on node02 hangs: a new step on a spare, its nodes checked" {
+  noplugin=1 submit 1 "$REPO/tests/cluster/stall.py" '[--steps, "8", --at-step, "3", --hang-node, node02]' torchrun 10s
+  # One launcher per node under the task setup in its torchrun mode, the preflight's own.
+  grep -qE -- "^ddp-watch .* --first-check .*--check-wrapper=8 -- " "$work/job.slurm"
+  grep -q "ddpgen-task torchrun 1 " "$work/job.slurm"
+  hang_respawned
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hang\): .*, its nodes checked in between$" "$work/job.out"
 }
 
 @test "the spare cannot reach the head when the respawn comes: its check names it, no training on it" {

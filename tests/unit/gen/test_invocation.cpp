@@ -12,6 +12,7 @@
 
 #include "ddp-check/options.hpp"
 #include "ddp-watch/options.hpp"
+#include "ddp-watch/respawn.hpp"
 #include "gen/app/profile_store.hpp"
 #include "gen/core/invocation.hpp"
 #include "gen/core/job.hpp"
@@ -92,6 +93,28 @@ std::vector<std::vector<std::string>> command_lines(const std::string& script,
   return out;
 }
 
+// The command after "--" of every line of `script` that runs `program`, its continuation lines
+// (a backslash at the end) joined: the step that ddp-watch runs.
+std::vector<std::vector<std::string>> commands_after(const std::string& script,
+                                                     std::string_view program) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream lines(script);
+  for (std::string line; std::getline(lines, line);) {
+    auto words = shell_words(line);
+    if (words.empty() || words.front() != program) continue;
+    std::string joined = line;
+    while (joined.ends_with("\\") && std::getline(lines, line)) {
+      joined.pop_back();
+      joined += line;
+    }
+    words = shell_words(joined);
+    const auto dashes = std::find(words.begin(), words.end(), "--");
+    if (dashes == words.end()) continue;
+    out.emplace_back(dashes + 1, words.end());
+  }
+  return out;
+}
+
 ddp::check::Options check_options(const CheckInvocation& c) {
   ddp::check::Options o;
   o.timeout_s = static_cast<double>(c.timeout.value + c.timeout.plus);
@@ -117,7 +140,7 @@ ddp::watch::Options watch_options(const WatchInvocation& w) {
   if (w.respawn_max) o.respawn_max = *w.respawn_max;
   o.first_check = w.first_check;
   if (w.check_tasks_per_node) o.check_tasks_per_node = *w.check_tasks_per_node;
-  o.command = {"srun", "--ddp", "train.py"};
+  if (w.check_wrapper) o.check_wrapper = *w.check_wrapper;
   return o;
 }
 
@@ -134,11 +157,16 @@ void expect_check(const std::vector<std::string>& args, const CheckInvocation& c
   EXPECT_TRUE(*parsed == want) << "ddp-check reads an option the invocation does not say";
 }
 
-void expect_watch(std::vector<std::string> args, const WatchInvocation& w) {
-  args.insert(args.end(), {"--", "srun", "--ddp", "train.py"});  // as ddpgen's training step
+// `args`: ddp-watch's options; `command`: the step it runs, as the script has it.
+void expect_watch(std::vector<std::string> args, const std::vector<std::string>& command,
+                  const WatchInvocation& w) {
+  args.push_back("--");
+  args.insert(args.end(), command.begin(), command.end());
   auto parsed = ddp::watch::parse_options(args);
   ASSERT_TRUE(parsed) << parsed.error().message;
   auto want = watch_options(w);
+  want.command = command;
+  EXPECT_EQ(parsed->check_wrapper, want.check_wrapper);
   EXPECT_EQ(parsed->timeout_s, want.timeout_s);
   EXPECT_EQ(parsed->startup_s, want.startup_s);
   EXPECT_EQ(parsed->grace_s, want.grace_s);
@@ -176,6 +204,7 @@ void expect_script(const std::string& script, const Plan& plan) {
   // for after the post: lines), each parsed with ddp-watch's own table.
   std::vector<std::vector<std::string>> watch_lines;
   std::vector<std::vector<std::string>> requeue_lines;
+  const auto steps = commands_after(script, "ddp-watch");
   for (auto& words : command_lines(script, "ddp-watch", "--")) {
     if (words.empty() || !words.front().starts_with("--heal-requeue")) {
       watch_lines.push_back(std::move(words));
@@ -187,7 +216,10 @@ void expect_script(const std::string& script, const Plan& plan) {
   ASSERT_EQ(check_lines.size(), check ? 1u : 0u);
   if (check) expect_check(check_lines.front(), *check);
   ASSERT_EQ(watch_lines.size(), watches.size());
-  for (std::size_t i = 0; i < watches.size(); ++i) expect_watch(watch_lines[i], watches[i]);
+  ASSERT_EQ(steps.size(), watches.size());
+  for (std::size_t i = 0; i < watches.size(); ++i)
+    expect_watch(watch_lines[i], steps[i], watches[i]);
+
   const bool deferred = std::any_of(watches.begin(), watches.end(),
                                     [](const WatchInvocation& w) { return w.heal_defer; });
   EXPECT_EQ(!requeue_lines.empty(), deferred) << "--heal-requeue without --heal-defer, or not";
@@ -233,6 +265,43 @@ Result<std::string> render_case(const Plan& p) {
                  "task-setup.sh", read(templates / "task-setup.sh")});
 }
 
+// --check-wrapper: the check of a respawn's nodes, and of every node before the first step, is
+// the preflight step that the script would have without spares (its heal: ddp-watch around
+// it): the same per-task setup words before ddp-check, the same tasks per node. The training
+// step's ddp-watch line in `script` is read with ddp-watch's own table.
+void expect_check_as_preflight(const std::string& script, const Plan& plan) {
+  const auto watch = training_watch(plan);
+  if (!watch || !watch->check_wrapper) return;
+  auto args = command_lines(script, "ddp-watch", "--").back();
+  const auto step = commands_after(script, "ddp-watch").back();
+  args.push_back("--");
+  args.insert(args.end(), step.begin(), step.end());
+  auto parsed = ddp::watch::parse_options(args);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const auto check = ddp::watch::check_command(*parsed, {"n1", "n2"});
+
+  Plan alone = plan;
+  alone.spares = 0;
+  ASSERT_TRUE(preflight_step(alone) && preflight_watch(alone));
+  auto rendered = render_case(alone);
+  ASSERT_TRUE(rendered) << rendered.error().to_string();
+  const auto preflight = commands_after(*rendered, "ddp-watch").front();
+  const auto program =
+      preflight.begin() + static_cast<long>(ddp::watch::srun_program_at(preflight));
+  const auto dc = std::find(program, preflight.end(), "ddp-check");
+  ASSERT_NE(dc, preflight.end());
+  const std::vector<std::string> wrapper(program, dc);
+  // The check: srun, its 5 layout options, the setup's words, ddp-check.
+  const auto in_check = std::find(check.begin(), check.end(), "ddp-check");
+  ASSERT_GE(in_check - check.begin(), 6);
+  EXPECT_EQ(std::vector<std::string>(check.begin() + 6, in_check), wrapper);
+  const std::string per_node =
+      "--ntasks-per-node=" +
+      std::to_string(parsed->check_tasks_per_node > 0 ? parsed->check_tasks_per_node : 1);
+  EXPECT_NE(std::find(check.begin(), check.end(), per_node), check.end());
+  EXPECT_NE(std::find(preflight.begin(), program, per_node), program);
+}
+
 }  // namespace
 
 TEST(Invocation, GoldenScriptsParseWithTheToolsTables) {
@@ -252,6 +321,7 @@ TEST(Invocation, GoldenScriptsParseWithTheToolsTables) {
     auto rendered = render_case(*p);
     ASSERT_TRUE(rendered) << rendered.error().to_string();
     expect_script(*rendered, *p);
+    expect_check_as_preflight(expected, *p);
     checks += command_lines(expected, "ddp-check", "||").size();
     watches += command_lines(expected, "ddp-watch", "--").size();
   }
@@ -289,4 +359,61 @@ TEST(Invocation, Words) {
             (std::vector<std::string>{"--timeout=\"$((${DDP_CHECK_TIMEOUT:-60} + 30))\"",
                                       "--heal=\"$SLURM_SUBMIT_DIR/.ddp-heal.${SLURM_JOB_ID}\"",
                                       "--heal-max=2", "--heal-no-exclude"}));
+}
+
+namespace {
+
+// The Plan of a job file's text on a profile of the source tree.
+Result<Plan> plan_of(const std::string& yaml, const std::string& profile_name) {
+  auto profile = app::load_profile(profile_name, {std::string(DDP_SOURCE_DIR) + "/site-profiles"});
+  if (!profile) return std::unexpected(profile.error());
+  auto job = decode_job(yaml, "job.yaml", {});
+  if (!job) return std::unexpected(job.error());
+  return plan(*job, *profile);
+}
+
+}  // namespace
+
+TEST(Invocation, WithoutThePluginTheCheckRunsUnderTheSetupWhereItComesFirst) {
+  const std::string base =
+      "name: t\nspares: 1\ntime: \"01:00:00\"\nscript: train.py\ncheckpoint: {dir: ckpt}\n"
+      "preflight: true\nwatchdog: {timeout: 10m}\nheal: {max_requeues: 2}\n";
+  // 3 nodes and a spare; the local profile's partition holds 3 nodes in all.
+  const std::string roihu = "nodes: 3\naccount: project_2001234\n";
+  struct Case {
+    std::string extra;
+    std::string profile;
+    std::optional<long> wrapper;         // --check-wrapper; nullopt: none
+    bool checked;                        // --respawn-check and --first-check at all
+    std::optional<long> tasks_per_node;  // --check-tasks-per-node
+  };
+  const Case cases[] = {
+      // roihu has no plugin: bash -c CODE ddpgen-task MODE N FIRST SIZE, the preflight's.
+      {"launcher: srun\n", "roihu", 8, true, 4},
+      {"launcher: torchrun\n", "roihu", 8, true, std::nullopt},
+      // A launcher's workers' logs are inside the command, after the setup.
+      {"launcher: torchrun\nlogs: {dir: logs}\n", "roihu", 8, true, std::nullopt},
+      // Their own code after the setup: the preflight stays a step, a respawn is not checked.
+      {"launcher: accelerate\n", "roihu", std::nullopt, false, std::nullopt},
+      {"launcher: lightning\n", "roihu", std::nullopt, false, std::nullopt},
+      // One task per process with logs: the per-rank tee comes first in the program.
+      {"launcher: srun\nlogs: {dir: logs}\n", "roihu", std::nullopt, false, std::nullopt},
+      // A container runtime that wraps the command comes first too.
+      {"launcher: srun\ncontainer: {runtime: apptainer, image: torch.sif}\n", "roihu", std::nullopt,
+       false, std::nullopt},
+      // Under the plugin, srun --ddp sets up the check.
+      {"launcher: srun\nnodes: 2\nprocs_per_node: 2\n", "local", std::nullopt, true, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.profile + ": " + c.extra);
+    auto p = plan_of(base + (c.profile == "roihu" ? roihu : "") + c.extra, c.profile);
+    ASSERT_TRUE(p) << p.error().to_string();
+    const auto w = training_watch(*p);
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->check_wrapper, c.wrapper);
+    EXPECT_EQ(w->respawn_check.has_value(), c.checked);
+    EXPECT_EQ(w->first_check, c.checked);
+    EXPECT_EQ(w->check_tasks_per_node, c.tasks_per_node);
+    EXPECT_EQ(preflight_step(*p), !c.checked);
+  }
 }

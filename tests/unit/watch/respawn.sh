@@ -62,14 +62,16 @@ unset SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_LABELIO
 
 cases=0
 # run NAME ARGS...: ddp-watch --heal rec --spares ${SPARES:-1} ARGS -- srun --ddp python3 t.py, at most
-# 20 s; its stderr is in err, the fake programs' calls in log.
+# 20 s (srun $STEP, split at spaces, in place of "--ddp python3 t.py" when set); its stderr is
+# in err, the fake programs' calls in log.
 run() {
-  local name=$1
+  local name=$1 step=(--ddp python3 t.py)
   shift
+  [[ -z ${STEP:-} ]] || read -r -a step <<<"$STEP"
   rm -f steps log
   : >log
   status=0
-  timeout 20 "$watch" --timeout 30s --heal rec --spares "${SPARES:-1}" "$@" -- srun --ddp python3 t.py \
+  timeout 20 "$watch" --timeout 30s --heal rec --spares "${SPARES:-1}" "$@" -- srun "${step[@]}" \
     >out 2>err || status=$?
   ((status != 124)) || fail "$name: ddp-watch blocked for 20 s: $(cat err)"
   cases=$((cases + 1))
@@ -162,6 +164,21 @@ grep -q -- '--nodelist=node\[01-04\] --nodes=4 --ntasks=8 --ntasks-per-node=2 .*
   fail "the checks' tasks per node: the check of every node: $(cat log)"
 grep -q -- '--nodelist=node\[01,03-04\] --nodes=3 --ntasks=6 --ntasks-per-node=2 .*ddp-check' log ||
   fail "the checks' tasks per node: the check of the chosen nodes: $(cat log)"
+# Without the plugin (--check-wrapper): every check runs under the first words of the step's
+# program, after srun's own layout options (the step's -N 3 not among them), never with --ddp.
+k_wrapper='bash -c true ddpgen-task tasks 2 20000 11000'
+STEP="-N 3 $k_wrapper python3 t.py" FAKE_STEPS='node02 ok' run "checks under the step's wrapper" \
+  --respawn-check "ddp-check --timeout=5" --first-check --check-wrapper 8
+((status == 0)) || fail "checks under the step's wrapper: status $status: $(cat err)"
+grep -qx "srun --nodelist=node\[01-04\] --nodes=4 --ntasks=4 --ntasks-per-node=1 --kill-on-bad-exit=1 $k_wrapper ddp-check --timeout=5" log ||
+  fail "checks under the step's wrapper: the check of every node: $(cat log)"
+grep -qx "srun --nodelist=node\[01,03-04\] --nodes=3 --ntasks=3 --ntasks-per-node=1 --kill-on-bad-exit=1 $k_wrapper ddp-check --timeout=5" log ||
+  fail "checks under the step's wrapper: the check of the new step's nodes: $(cat log)"
+grep -qx "srun --nodelist=node\[01,03-04\] -N 3 $k_wrapper python3 t.py" log ||
+  fail "checks under the step's wrapper: the new step: $(cat log)"
+grep -q -- '--ddp' log && fail "checks under the step's wrapper: --ddp: $(cat log)"
+grep -qE 'respawn 1 of at most 1: node02 .*, its nodes checked in between$' err ||
+  fail "checks under the step's wrapper: $(cat err)"
 # More nodes named than spares: the heal path excludes them and requeues, as after a preflight,
 # and no step starts.
 FAKE_STEPS='ok' FAKE_SUSPECTS='node02 node03' run "the first check names too many" \

@@ -187,11 +187,87 @@ TEST(WatchRespawn, TheCheckOfANewStepRunsUnderTheStepsDdpOption) {
   ASSERT_FALSE(o);
   EXPECT_EQ(o.error().message,
             "ddp-watch: --respawn-check needs srun --ddp in the command (the check runs under "
-            "the plugin, as the step does)");
+            "the plugin, as the step does) or --check-wrapper N (under the first N words of "
+            "the step's program, its per-task setup)");
   o = parse({"--timeout=60", "--heal=r", "--respawn-check=ddp-check", "--", "srun", "--ddp", "x"});
   ASSERT_FALSE(o);
   EXPECT_EQ(o.error().message,
             "ddp-watch: --respawn-check needs --spares (it checks the nodes of a new step)");
+}
+
+TEST(WatchRespawn, TheCheckOfANewStepIsThePreflightOnItsNodes) {
+  auto o =
+      parse_options({"--timeout=60", "--heal=r", "--spares=1",
+                     "--respawn-check=ddp-check --timeout=60", "--check-tasks-per-node=2", "--",
+                     "srun", "-N", "3", "--ddp", "--cpus-per-task=8", "python3", "t.py"});
+  ASSERT_TRUE(o) << o.error().message;
+  // srun's layout on the nodes, the step's --ddp and none of its other options.
+  EXPECT_EQ(
+      check_command(*o, {"node01", "node03", "node04"}),
+      (Nodes{"srun", "--nodelist=node[01,03-04]", "--nodes=3", "--ntasks=6", "--ntasks-per-node=2",
+             "--kill-on-bad-exit=1", "--ddp", "ddp-check", "--timeout=60"}));
+}
+
+TEST(WatchRespawn, WithoutThePluginTheCheckRunsUnderTheStepsWrapper) {
+  // ddpgen's per-task setup without the plugin: bash -c CODE ddpgen-task MODE N FIRST SIZE.
+  const Nodes wrapper = {"bash",  "-c",   "setup; exec \"$@\"", "ddpgen-task", "tasks", "4",
+                         "20000", "11000"};
+  auto args = [&](Nodes srun_options) {
+    Nodes a = {"--timeout=60",
+               "--heal=r",
+               "--spares=1",
+               "--respawn-check=ddp-check --timeout=60",
+               "--first-check",
+               "--check-wrapper=8",
+               "--",
+               "srun"};
+    a.insert(a.end(), srun_options.begin(), srun_options.end());
+    a.insert(a.end(), wrapper.begin(), wrapper.end());
+    a.insert(a.end(), {"python3", "t.py"});
+    return a;
+  };
+  Nodes expected = {"srun",       "--nodelist=node[01,03-04]", "--nodes=3",
+                    "--ntasks=3", "--ntasks-per-node=1",       "--kill-on-bad-exit=1"};
+  expected.insert(expected.end(), wrapper.begin(), wrapper.end());
+  expected.insert(expected.end(), {"ddp-check", "--timeout=60"});
+  // srun's options with their values apart (-N 3, --ntasks 12), joined, and after a "--".
+  for (const Nodes& srun_options :
+       {Nodes{"-N", "3", "--ntasks", "12", "--kill-on-bad-exit=1"}, Nodes{"-N3", "--ntasks=12"},
+        Nodes{"-J", "--ddp", "--"}, Nodes{}}) {
+    auto o = parse_options(args(srun_options));
+    ASSERT_TRUE(o) << o.error().message;
+    EXPECT_EQ(o->check_wrapper, 8);
+    EXPECT_EQ(check_command(*o, {"node01", "node03", "node04"}), expected);
+  }
+}
+
+TEST(WatchRespawn, TheCheckWrapperIsRefusedWhereItCannotWork) {
+  const auto refusal = [](Nodes a) {
+    auto o = parse_options(a);
+    return o ? std::string("accepted") : o.error().message;
+  };
+  EXPECT_EQ(refusal({"--timeout=60", "--heal=r", "--spares=1", "--check-wrapper=2", "--", "srun",
+                     "bash", "-c", "x", "python3"}),
+            "ddp-watch: --check-wrapper needs --respawn-check (the check it wraps)");
+  EXPECT_EQ(refusal({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check",
+                     "--check-wrapper=2", "--", "srun", "--ddp", "bash", "-c", "x"}),
+            "ddp-watch: --check-wrapper and srun --ddp both set up the check's ranks: give one");
+  // The wrapper's words and at least the program it runs.
+  EXPECT_EQ(refusal({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check",
+                     "--check-wrapper=3", "--", "srun", "-N", "3", "bash", "-c", "x"}),
+            "ddp-watch: --check-wrapper 3: the step's program after srun's options has 3 "
+            "word(s), none left for the program the wrapper runs");
+  EXPECT_EQ(refusal({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check",
+                     "--check-wrapper=3", "--", "srun", "-N", "3", "bash", "-c", "x", "python3"}),
+            "accepted");
+  EXPECT_NE(refusal({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check",
+                     "--check-wrapper=0", "--", "srun", "bash", "-c", "x", "python3"}),
+            "accepted");
+  // Not srun: the step cannot be given its nodes at all, which is said first.
+  EXPECT_EQ(refusal({"--timeout=60", "--heal=r", "--spares=1", "--respawn-check=ddp-check",
+                     "--check-wrapper=1", "--", "bash", "-c", "x", "python3"}),
+            "ddp-watch: --spares needs the command to be srun, which takes the node list of "
+            "each step (not \"bash\")");
 }
 
 namespace {
