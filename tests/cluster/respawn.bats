@@ -7,8 +7,9 @@
 #     no requeue (Restarts=0), the job COMPLETED;
 #   - Slurm takes node02 down during training (scontrol update State=DOWN): srun's own "Node
 #     failure on node02" names it, and the step moves to the spare in the same job;
-#   - the SIGBUS case without the plugin: the checks of every node and of the new step's run under the
-#     script's per-task setup (ddp-watch --check-wrapper), also with torchrun and a hang;
+#   - the SIGBUS case without the plugin: the checks of every node and of the new step's run
+#     under the script's per-task setup (ddp-watch --check-wrapper), also with torchrun and a
+#     hang;
 #   - the same with `spares: 0`: the heal path excludes node02 and requeues, as before;
 #   - a program whose rank 1 dies of SIGBUS wherever it runs: one respawn, then ddp-watch says
 #     the fault follows the job and the job fails, not requeued;
