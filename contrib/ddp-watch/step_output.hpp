@@ -53,9 +53,11 @@ class StepOutput {
   const std::vector<Line>& captured() const { return captured_; }
   std::vector<int> tasks() const { return {tasks_.begin(), tasks_.end()}; }
   const std::vector<StepProcess>& notices() const { return notices_; }
+  // The preflight's rank 0 is srun's task `task` (trust.hpp), from Slurm's layout of the step.
+  void set_head_task(int task) { gate_.set_head_task(task); }
   // The nodes the output named, under trust.hpp's rules, and what was left unread.
-  const std::vector<Suspect>& suspects() const { return gate_.suspects(); }
-  const std::vector<std::string>& evidence_notes() const { return gate_.notes(); }
+  std::vector<Suspect> suspects() const { return gate_.suspects(); }
+  std::vector<std::string> evidence_notes() const { return gate_.notes(); }
 
   // The most bytes of lines kept after the stack request: a step may print without end.
   static constexpr std::size_t k_max_captured = 64u << 20;

@@ -67,6 +67,8 @@ Supervisor::Supervisor(const Options& options, JobEnv env)
   if (!options.heartbeat.empty()) watched_.push_back(options.heartbeat);
   ranks_by_node_ = !env_.job_id.empty() && output_.mode().labels && !output_.mode().torchrun &&
                    numbers_ranks_by_node(options.command, env_.spank_ddp);
+  head_by_layout_ = !env_.job_id.empty() && output_.mode().labels && output_.mode().preflight &&
+                    output_.mode().heal;
   OutputFiles files = srun_output_files(options.command);
   for (std::string& f : files.plain) watched_.push_back(std::move(f));
   times_.resize(watched_.size());
@@ -201,14 +203,15 @@ Action Supervisor::on_tick(Clock::time_point now) {
 
 // Once the tasks run (one has printed) and until the layout is read or the tries are spent.
 bool Supervisor::layout_due(Clock::time_point now) const {
-  return ranks_by_node_ && !layout_read_ && layout_tries_ < k_layout_tries && now >= layout_next_ &&
-         !output_.tasks().empty();
+  if (layout_read_ || now < layout_next_) return false;
+  if (head_by_layout_) return layout_tries_ < k_preflight_layout_tries;
+  return ranks_by_node_ && layout_tries_ < k_layout_tries && !output_.tasks().empty();
 }
 
 std::optional<std::vector<std::string>> Supervisor::layout_request(
     const std::vector<StepRow>& running, Clock::time_point now) {
   ++layout_tries_;
-  layout_next_ = now + k_layout_retry;
+  layout_next_ = now + (head_by_layout_ ? k_preflight_layout_retry : k_layout_retry);
   find_ours(running);
   if (ours_.size() != 1) return std::nullopt;
   return std::vector<std::string>{"sattach", "--layout", ours_[0].id};
@@ -218,7 +221,11 @@ void Supervisor::on_layout(std::string_view output) {
   auto layout = parse_step_layout(output);
   if (!layout) return;
   layout_read_ = true;
-  output_.set_rank_of_task(ranks_by_node(*layout));
+  if (ranks_by_node_) output_.set_rank_of_task(ranks_by_node(*layout));
+  // The preflight's rank 0: the first task on the first node of the step's node list, where
+  // --ddp (tasks or torchrun mode) and ddpgen's setup put RANK 0 and MASTER_ADDR.
+  if (head_by_layout_ && !layout->nodes.empty() && !layout->nodes.front().tasks.empty())
+    output_.set_head_task(layout->nodes.front().tasks.front());
 }
 
 void Supervisor::find_ours(const std::vector<StepRow>& running) {

@@ -154,15 +154,21 @@ class Supervisor {
   // After Act::layout: `sattach --layout STEP` for the command's step (run to its end within
   // k_layout_deadline), or nothing when the step is not known yet. Asked once a task has
   // printed, for a step whose ranks follow its node list (layout.hpp), at most k_layout_tries
-  // times, k_layout_retry apart, until an answer parses.
+  // times, k_layout_retry apart, until an answer parses; for a preflight (ddp-check, whose
+  // rank 0 is the first task of the first node: trust.hpp) from its start, up to
+  // k_preflight_layout_tries times, k_preflight_layout_retry apart, since a failing check may
+  // end within seconds and say nothing before.
   std::optional<std::vector<std::string>> layout_request(const std::vector<StepRow>& running,
                                                          Clock::time_point now);
   // What sattach printed ("" when it failed or could not run): each task's RANK, for the crash
-  // summary; a text that is no layout leaves task ids as ranks.
+  // summary, and the preflight's rank 0; a text that is no layout leaves task ids as ranks and
+  // task 0 as the preflight's rank 0.
   void on_layout(std::string_view output);
   static constexpr std::chrono::seconds k_layout_deadline{10};
   static constexpr int k_layout_tries = 3;
   static constexpr std::chrono::seconds k_layout_retry{5};
+  static constexpr int k_preflight_layout_tries = 10;
+  static constexpr std::chrono::seconds k_preflight_layout_retry{1};
   // The command ended with exit status `code` (ddp::sys::exit_status of its wait status).
   Outcome on_exit(int code) const;
 
@@ -190,6 +196,7 @@ class Supervisor {
   // Slurm's layout of the step (layout.hpp): whether its ranks follow the node list, whether a
   // layout was read, how many times it was asked for, and when it may be asked again.
   bool ranks_by_node_ = false;
+  bool head_by_layout_ = false;  // a preflight: its rank 0's task comes from the layout
   bool layout_read_ = false;
   int layout_tries_ = 0;
   Clock::time_point layout_next_{};

@@ -52,31 +52,53 @@ void EvidenceGate::note(std::string text) {
   if (notes_.size() < 8) notes_.push_back(std::move(text));
 }
 
-void EvidenceGate::keep(Suspect s) {
-  if (seen_.contains(s.node)) return;
-  if (seen_.size() >= k_max_suspects) {
-    if (seen_.size() == k_max_suspects) {
-      note("more than " + std::to_string(k_max_suspects) +
-           " nodes named: the rest are not read as evidence");
-      seen_.insert("");  // said once
-    }
-    return;
-  }
-  seen_.insert(s.node);
-  suspects_.push_back(std::move(s));
-}
-
 void EvidenceGate::add(const Line& line, int fd, bool whole) {
   const Writer writer = writer_of(line, fd, whole, srun_);
   if (writer == Writer::srun) {
     std::string why;
-    for (Suspect& s : srun_suspects(line.text, &why)) keep(std::move(s));
+    for (Suspect& s : srun_suspects(line.text, &why)) {
+      // Past k_max_suspects distinct nodes from srun nothing more can be kept (suspects()).
+      if (named_seen_.size() > k_max_suspects + k_max_check_lines) break;
+      if (named_seen_.insert({-1, s.node}).second) named_.push_back({-1, std::move(s)});
+    }
     if (!why.empty()) note(std::move(why));
     return;
   }
-  if (preflight_ && writer == Writer::task && line.task == 0 && fd == 1) {
-    if (auto s = parse_check_suspect(line.text, run_tag_)) keep(std::move(*s));
+  if (preflight_ && writer == Writer::task && fd == 1 && line.task >= 0) {
+    auto s = parse_check_suspect(line.text, run_tag_);
+    if (!s || check_lines_ >= k_max_check_lines) return;
+    if (named_seen_.insert({line.task, s->node}).second) {
+      ++check_lines_;
+      named_.push_back({line.task, std::move(*s)});
+    }
   }
+}
+
+std::vector<Suspect> EvidenceGate::suspects() const {
+  std::vector<Suspect> out;
+  std::set<std::string> seen;
+  for (const Named& n : named_) {
+    if (n.task != -1 && n.task != head_task_) continue;
+    if (seen.size() >= k_max_suspects) break;
+    if (seen.insert(n.suspect.node).second) out.push_back(n.suspect);
+  }
+  return out;
+}
+
+std::vector<std::string> EvidenceGate::notes() const {
+  std::vector<std::string> out = notes_;
+  std::set<std::string> seen;
+  for (const Named& n : named_) {
+    if (n.task != -1 && n.task != head_task_) continue;
+    seen.insert(n.suspect.node);
+    if (seen.size() > k_max_suspects) {
+      if (out.size() < 8)
+        out.push_back("more than " + std::to_string(k_max_suspects) +
+                      " nodes named: the rest are not read as evidence");
+      break;
+    }
+  }
+  return out;
 }
 
 }  // namespace ddp::watch

@@ -10,8 +10,12 @@
 //     any other line is a task's, or of unknown writer when the command is not srun.
 //   - ddp-check's suspect lines, exactly as it writes them ("ddp-check: suspect NODE: FAULT:
 //     EVIDENCE [run TAG]" from the start of the line, a node name of letters, digits, '.', '-'
-//     and '_'), on stdout, from task 0 (rank 0, which judges the authenticated hellos), in the
-//     preflight step only: the training step's and the other tasks' lines are text. TAG is the
+//     and '_'), on stdout, from the task that is rank 0 (which judges the authenticated
+//     hellos), in the preflight step only: the training step's and the other tasks' lines are
+//     text. Rank 0 is the first task on the first node of the step's node list, which Slurm's
+//     layout of the step (sattach --layout) names: task 0 until it is read, and on every
+//     release before 26.05; Slurm 26.05 at a site with a topology plugin may give task 0 to
+//     another node (topology order), and then only the layout's task counts. TAG is the
 //     fresh tag ddp-watch gave this run of the step (DDP_CHECK_RUN_TAG): a line of an earlier
 //     run, echoed by the step (a setup command printing an old log), is text too. Under
 //     --auth=none ddp-check writes its suspects in another form, which is never acted on.
@@ -69,19 +73,32 @@ class EvidenceGate {
       : preflight_(preflight), srun_(srun), run_tag_(std::move(run_tag)) {}
   // One line of the command's output (split_label's result) from `fd`, `whole` as above.
   void add(const Line& line, int fd, bool whole);
-  // The nodes named, the first evidence for each, in order.
-  const std::vector<Suspect>& suspects() const { return suspects_; }
+  // The srun task id of the preflight's rank 0, from Slurm's layout of the step; 0 until then.
+  // Lines already read count by it too: suspects() decides when asked.
+  void set_head_task(int task) { head_task_ = task; }
+  // The nodes named, the first evidence for each, in the order of the lines.
+  std::vector<Suspect> suspects() const;
   // What was left unread and why ("srun named 100000 nodes in one line, ..."); one line each.
-  const std::vector<std::string>& notes() const { return notes_; }
+  std::vector<std::string> notes() const;
+
+  // The most suspect lines kept from the preflight's tasks before rank 0 is known: each task
+  // may name every node once, and a step's rank 0 names at most k_max_suspects.
+  static constexpr std::size_t k_max_check_lines = 4 * 1024;
 
  private:
-  void keep(Suspect s);
+  // A named node and who named it: srun (task -1) or a preflight task's suspect line.
+  struct Named {
+    int task = -1;
+    Suspect suspect;
+  };
   void note(std::string text);
   bool preflight_;
   bool srun_;
   std::string run_tag_;
-  std::vector<Suspect> suspects_;
-  std::set<std::string> seen_;
+  int head_task_ = 0;
+  std::vector<Named> named_;
+  std::set<std::pair<int, std::string>> named_seen_;  // (task, node): each once
+  std::size_t check_lines_ = 0;
   std::vector<std::string> notes_;
 };
 

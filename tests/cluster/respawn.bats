@@ -61,6 +61,9 @@ setup() {
 }
 
 teardown() {
+  if [[ -n ${limited:-} ]]; then
+    ip netns exec "$(netns "$limited")" tc qdisc del dev eth0 root || true
+  fi
   if [[ -n ${downed:-} ]]; then
     cl scontrol update NodeName="$downed" State=RESUME || true
   fi
@@ -79,8 +82,11 @@ teardown() {
 # (default srun), a checkpoint per epoch, and submits it. Sets $job. With $noplugin set, the
 # site profile says the plugin is not installed (ddp_plugin: false): each task computes its
 # rank with the script's per-task setup.
+# preflight=YAML sets the job's preflight ({timeout: 30s} unless set); noplugin=1 renders it for a
+# site without the plugin.
 submit() {
   local spares=$1 script=$2 args=$3 launcher=${4:-srun} stall=${5:-60s}
+  local preflight_yaml=${preflight:-"{timeout: 30s}"}
   cat >"$work/job.yaml" <<JOB
 name: respawn
 nodes: 3
@@ -95,7 +101,7 @@ env: {OMP_NUM_THREADS: "1"}
 output: $work/job.out
 pre: 'echo "run \${SLURM_RESTART_COUNT:-0} on \$SLURM_JOB_NODELIST"'
 checkpoint: {dir: $work/ckpt}
-preflight: {timeout: 30s}
+preflight: $preflight_yaml
 watchdog: {timeout: $stall, startup: 120s, grace: 20s}
 heal: {max_requeues: 2}
 JOB
@@ -268,6 +274,25 @@ field() {
   for e in 1 2 3; do
     [ "$(grep -c "^epoch $e/3 loss " "$work/job.out")" -eq 1 ]
   done
+  grep -qx "weights identical on 3 ranks" "$work/job.out"
+}
+
+@test "a node behind a bandwidth limit before training: the check's rank 0 names it, the first step takes the spare" {
+  # Only ddp-check sees this fault: its rank 0, which judges the authenticated pairwise figures,
+  # names node02 slow in a suspect line, and ddp-watch reads it from the task Slurm's layout of
+  # the check step gives rank 0 (the first task of the node list's first node).
+  command -v tc >/dev/null || skip "tc (iproute2) not installed"
+  ip netns exec "$(netns node02)" tc qdisc add dev eth0 root tbf rate 200mbit burst 64kb latency 50ms
+  limited=node02
+  preflight='{pairs: true, pairs_threshold: 0.25, timeout: 30s}' submit 1 "$k_example" '[--epochs, "3"]'
+  grep -q -- "--first-check" "$work/job.slurm"
+  ended COMPLETED
+  [ "$(field Restarts)" = 0 ]
+  [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
+  grep -qE "^ddp-check: suspect node02: slow: best pair 0\.[0-2][0-9] Gbit/s, median .* \[run [0-9a-f]{16}\]$" "$work/job.out"
+  grep -qE "^ddp-watch: respawn: respawn 1 of at most 1 before the first step: node02 \(slow\): best pair 0\.[0-2][0-9] Gbit/s, median [^;]*; node\[01-03\] -> node\[01,03-04\]; the first step started [0-9.]+ s after the check of every node ended, its nodes checked in between$" "$work/job.out"
+  [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
+  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 1 ]
   grep -qx "weights identical on 3 ranks" "$work/job.out"
 }
 

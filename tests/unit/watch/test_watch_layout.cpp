@@ -191,3 +191,40 @@ TEST(WatchLayout, AskedAFewTimesThenLeft) {
   plain.on_output(t0 + seconds(1), Stream::out, "0: x\n");
   for (int at = 1; at < 20; ++at) EXPECT_EQ(plain.on_tick(t0 + seconds(at)).act, Act::none);
 }
+
+// The preflight's rank 0 under topology order: Slurm 26.05 gave task 0 to node03, and RANK 0,
+// which judges the hellos and names nodes, is task 2 on node01 (the first node of the list). Its
+// suspect line counts, task 0's does not; the layout is asked for from the start, a second
+// apart, since a failing check may say nothing before it ends.
+TEST(WatchLayout, ThePreflightsRankZeroIsTheFirstTaskOfTheFirstNode) {
+  Options o;
+  o.timeout_s = 60;
+  o.command = {"srun", "--ddp", "ddp-check", "--timeout=30"};
+  o.heal = "rec";
+  Supervisor s(o, JobEnv{"42", "", "", "", false, "", std::nullopt});
+  s.steps_before({});
+  s.started(t0);
+  ASSERT_EQ(s.on_tick(t0).act, Act::layout);  // no task has printed: asked all the same
+  EXPECT_FALSE(s.layout_request({}, t0));      // the step is not running yet
+  s.on_layout("");
+  EXPECT_EQ(s.on_tick(t0 + std::chrono::milliseconds(500)).act, Act::none);
+  ASSERT_EQ(s.on_tick(t0 + seconds(1)).act, Act::layout);
+  ASSERT_TRUE(s.layout_request({{"42.0", "node[01-03]"}}, t0 + seconds(1)));
+  s.on_output(t0 + seconds(2), Stream::out,
+              "0: ddp-check: suspect node02: slow: task 0 is not rank 0 here\n"
+              "2: ddp-check: suspect node03: missing-rank: no rank on node03 reached rank 0\n");
+  s.on_layout(k_topology_layout);
+  EXPECT_EQ(s.on_tick(t0 + seconds(3)).act, Act::none);  // read once
+  std::vector<std::string> named;
+  for (const ddp::Suspect& x : s.on_exit(1).heal_suspects) named.push_back(x.node);
+  EXPECT_EQ(named, std::vector<std::string>{"node03"});
+
+  // Without a layout (every release before 26.05 numbers task 0 on the first node): task 0.
+  Supervisor old(o, JobEnv{"42", "", "", "", false, "", std::nullopt});
+  old.started(t0);
+  old.on_output(t0 + seconds(2), Stream::out,
+                "0: ddp-check: suspect node02: slow: x\n2: ddp-check: suspect node03: slow: y\n");
+  named.clear();
+  for (const ddp::Suspect& x : old.on_exit(1).heal_suspects) named.push_back(x.node);
+  EXPECT_EQ(named, std::vector<std::string>{"node02"});
+}

@@ -230,3 +230,28 @@ TEST(WatchTrust, LineBufferIsLinear) {
   EXPECT_EQ(lines, 3u);  // cut at each k_max_line + 1 bytes
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
+
+// The task that is rank 0 may be known only after its lines came: they count then, and only
+// its own; srun's lines count whoever rank 0 is, all in the order they came.
+TEST(WatchTrust, RankZerosTaskDecidesWhenAsked) {
+  EvidenceGate gate(true, true);
+  gate.add(split_label("1: ddp-check: suspect node03: slow: x"), 1, true);
+  gate.add(split_label("srun: error: Node failure on node04"), 2, true);
+  gate.add(split_label("0: ddp-check: suspect node02: slow: y"), 1, true);
+  gate.add(split_label("1: ddp-check: suspect node02: fabric: z"), 1, true);
+  auto nodes = [&] {
+    std::vector<std::string> out;
+    for (const ddp::Suspect& s : gate.suspects()) out.push_back(s.node + " " + s.evidence);
+    return out;
+  };
+  EXPECT_EQ(nodes(), (std::vector<std::string>{"node04 srun: Node failure on node04", "node02 y"}));
+  gate.set_head_task(1);
+  EXPECT_EQ(nodes(), (std::vector<std::string>{"node03 x", "node04 srun: Node failure on node04",
+                                               "node02 z"}));
+  // A flood of suspect lines from many tasks is bounded.
+  for (int i = 0; i < 10000; ++i)
+    gate.add(split_label(std::to_string(i % 50) + ": ddp-check: suspect n" + std::to_string(i) +
+                         ": slow: x"),
+             1, true);
+  EXPECT_LE(gate.suspects().size(), k_max_suspects);
+}
