@@ -82,8 +82,8 @@ teardown() {
 # (default srun), a checkpoint per epoch, and submits it. Sets $job. With $noplugin set, the
 # site profile says the plugin is not installed (ddp_plugin: false): each task computes its
 # rank with the script's per-task setup.
-# preflight=YAML sets the job's preflight ({timeout: 30s} unless set); noplugin=1 renders it for a
-# site without the plugin.
+# preflight=YAML sets the job's preflight ({timeout: 30s} unless set), procs=N its processes per
+# node (1 unless set); noplugin=1 renders it for a site without the plugin.
 submit() {
   local spares=$1 script=$2 args=$3 launcher=${4:-srun} stall=${5:-60s}
   local preflight_yaml=${preflight:-"{timeout: 30s}"}
@@ -91,7 +91,7 @@ submit() {
 name: respawn
 nodes: 3
 spares: $spares
-procs_per_node: 1
+procs_per_node: ${procs:-1}
 time: "00:05:00"
 launcher: $launcher
 python: /usr/bin/python3
@@ -280,20 +280,23 @@ field() {
 @test "a node behind a bandwidth limit before training: the check's rank 0 names it, the first step takes the spare" {
   # Only ddp-check sees this fault: its rank 0, which judges the authenticated pairwise figures,
   # names node02 slow in a suspect line, and ddp-watch reads it from the task Slurm's layout of
-  # the check step gives rank 0 (the first task of the node list's first node).
+  # the check step gives rank 0 (the first task of the node list's first node). Two processes
+  # per node: Slurm 26.05 at the topology site then numbers the check's tasks from node04 (first
+  # in topology.conf), so rank 0 on node01 is task 2, not task 0.
   command -v tc >/dev/null || skip "tc (iproute2) not installed"
   ip netns exec "$(netns node02)" tc qdisc add dev eth0 root tbf rate 200mbit burst 64kb latency 50ms
   limited=node02
-  preflight='{pairs: true, pairs_threshold: 0.25, timeout: 30s}' submit 1 "$k_example" '[--epochs, "3"]'
-  grep -q -- "--first-check" "$work/job.slurm"
+  preflight='{pairs: true, pairs_threshold: 0.25, timeout: 30s}' procs=2 \
+    submit 1 "$k_example" '[--epochs, "3"]'
+  grep -q -- "--first-check .*--check-tasks-per-node=2" "$work/job.slurm"
   ended COMPLETED
   [ "$(field Restarts)" = 0 ]
   [ "$(grep -c "^run " "$work/job.out")" -eq 1 ]
   grep -qE "^ddp-check: suspect node02: slow: best pair 0\.[0-2][0-9] Gbit/s, median .* \[run [0-9a-f]{16}\]$" "$work/job.out"
   grep -qE "^ddp-watch: respawn: respawn 1 of at most 1 before the first step: node02 \(slow\): best pair 0\.[0-2][0-9] Gbit/s, median [^;]*; node\[01-03\] -> node\[01,03-04\]; the first step started [0-9.]+ s after the check of every node ended, its nodes checked in between$" "$work/job.out"
   [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
-  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 1 ]
-  grep -qx "weights identical on 3 ranks" "$work/job.out"
+  [ "$(grep -c "^start world 6 " "$work/job.out")" -eq 1 ]
+  grep -qx "weights identical on 6 ranks" "$work/job.out"
 }
 
 @test "spares: 0: the same fault falls back to exclude-and-requeue" {
