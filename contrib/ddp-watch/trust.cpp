@@ -74,30 +74,34 @@ void EvidenceGate::add(const Line& line, int fd, bool whole) {
   }
 }
 
-std::vector<Suspect> EvidenceGate::suspects() const {
-  std::vector<Suspect> out;
-  std::set<std::string> seen;
+// The named nodes that count (srun's, and rank 0's task's), each once, in the order of the
+// lines: at most k_max_suspects + 1, so that one more than the most says there were more.
+std::vector<const Suspect*> EvidenceGate::counted() const {
+  std::vector<const Suspect*> out;
+  std::set<std::string_view> seen;
   for (const Named& n : named_) {
     if (n.task != -1 && n.task != head_task_) continue;
-    if (seen.size() >= k_max_suspects) break;
-    if (seen.insert(n.suspect.node).second) out.push_back(n.suspect);
+    if (!seen.insert(n.suspect.node).second) continue;
+    out.push_back(&n.suspect);
+    if (out.size() > k_max_suspects) break;
+  }
+  return out;
+}
+
+std::vector<Suspect> EvidenceGate::suspects() const {
+  std::vector<Suspect> out;
+  for (const Suspect* s : counted()) {
+    if (out.size() == k_max_suspects) break;
+    out.push_back(*s);
   }
   return out;
 }
 
 std::vector<std::string> EvidenceGate::notes() const {
   std::vector<std::string> out = notes_;
-  std::set<std::string> seen;
-  for (const Named& n : named_) {
-    if (n.task != -1 && n.task != head_task_) continue;
-    seen.insert(n.suspect.node);
-    if (seen.size() > k_max_suspects) {
-      if (out.size() < 8)
-        out.push_back("more than " + std::to_string(k_max_suspects) +
-                      " nodes named: the rest are not read as evidence");
-      break;
-    }
-  }
+  if (counted().size() > k_max_suspects && out.size() < 8)
+    out.push_back("more than " + std::to_string(k_max_suspects) +
+                  " nodes named: the rest are not read as evidence");
   return out;
 }
 

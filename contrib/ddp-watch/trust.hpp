@@ -92,6 +92,7 @@ class EvidenceGate {
     Suspect suspect;
   };
   void note(std::string text);
+  std::vector<const Suspect*> counted() const;
   bool preflight_;
   bool srun_;
   std::string run_tag_;

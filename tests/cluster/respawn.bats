@@ -141,6 +141,18 @@ respawn_time() {
   sed -nE "s/^ddp-watch: respawn: respawn 1 of .*; the new step started ([0-9.]+ s) after the failed one's srun exited.*$/\\1/p" "$work/job.out"
 }
 
+# resumed_once: the 6-epoch example ran twice with 3 ranks, the second start resumed from the
+# checkpoint of epoch 2 or 3, every epoch trained once, the ranks' weights equal at the end.
+resumed_once() {
+  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 2 ]
+  grep -qE "^resumed from epoch [23]$" "$work/job.out"
+  local e
+  for e in 1 2 3 4 5 6; do
+    [ "$(grep -c "^epoch $e/6 loss " "$work/job.out")" -eq 1 ]
+  done
+  grep -qx "weights identical on 3 ranks" "$work/job.out"
+}
+
 # ended STATE: waits for $job to end, shows its output, checks the final state.
 ended() {
   local state
@@ -173,12 +185,7 @@ field() {
   grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): task 1 died of SIGBUS \(srun: .*\); node\[01-03\] -> node\[01,03-04\]; the new step started [0-9]+\.[0-9]+ s after the failed one's srun exited, its nodes checked in between$" "$work/job.out"
   [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
   # Two starts of 3 ranks, the second resumed from the checkpoint, every epoch printed once.
-  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 2 ]
-  grep -qE "^resumed from epoch [23]$" "$work/job.out"
-  for e in 1 2 3 4 5 6; do
-    [ "$(grep -c "^epoch $e/6 loss " "$work/job.out")" -eq 1 ]
-  done
-  grep -qx "weights identical on 3 ranks" "$work/job.out"
+  resumed_once
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
   # The same job again, uninterrupted (the same seed): the respawned run's final weights and
   # losses equal it bit for bit.
@@ -213,12 +220,7 @@ field() {
   [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 1 ]
   grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(node-failure\): srun: Node failure on node02; node\[01-03\] -> node\[01,03-04\]; the new step started [0-9]+\.[0-9]+ s after the failed one's srun exited, its nodes checked in between$" "$work/job.out"
   [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
-  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 2 ]
-  grep -qE "^resumed from epoch [23]$" "$work/job.out"
-  for e in 1 2 3 4 5 6; do
-    [ "$(grep -c "^epoch $e/6 loss " "$work/job.out")" -eq 1 ]
-  done
-  grep -qx "weights identical on 3 ranks" "$work/job.out"
+  resumed_once
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (node-failure) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
 }
 
@@ -243,12 +245,7 @@ field() {
   grep -qE "^ddp-watch: respawn: respawn 1 of at most 1: node02 \(hardware-signal\): task 1 died of SIGBUS \(srun: .*\); node\[01-03\] -> node\[01,03-04\]; the new step started [0-9]+\.[0-9]+ s after the failed one's srun exited, its nodes checked in between$" "$work/job.out"
   [ "$(grep -c "requeueing" "$work/job.out")" -eq 0 ]
   # The new step's ranks, numbered by the setup from its own three nodes, resumed training.
-  [ "$(grep -c "^start world 3 " "$work/job.out")" -eq 2 ]
-  grep -qE "^resumed from epoch [23]$" "$work/job.out"
-  for e in 1 2 3 4 5 6; do
-    [ "$(grep -c "^epoch $e/6 loss " "$work/job.out")" -eq 1 ]
-  done
-  grep -qx "weights identical on 3 ranks" "$work/job.out"
+  resumed_once
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
 }
 
