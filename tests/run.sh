@@ -87,6 +87,13 @@ fi
 # and runs on this machine's build and under the sanitizers. ddpgen, ddp-check's and
 # ddp-watch's cores do not read Slurm's headers: their unit and golden tests run here only.
 release_suites=${DDP_RELEASE_SUITES:-plugin failsafe check e2e requeue watchdog apptainer heal respawn topology}
+# Within those suites, a case that meets Slurm only as other cases of the release's run do, and
+# adds what ddp-watch, ddpgen or the program decide (another launcher, another fault on the
+# same kind of step), runs on this machine's release and skips on the others, naming the cases
+# that carry its Slurm side there (slurm_side_covered_by in tests/cluster/lib.bash): 14 cases,
+# about a third of each release's cluster time, almost all of it torch imports.
+# DDP_RELEASE_CASES=all runs them too; DDP_RELEASE_SUITES=all implies it.
+if [[ $release_suites == all ]]; then export DDP_RELEASE_CASES=all; fi
 # The kind of site each release's cluster is (cluster.sh up --topology KIND, through the CMake
 # variable DDP_CLUSTER_TOPOLOGY), as RELEASE=KIND words; a release not named is a plain site.
 # Slurm 26.05 numbers a step's tasks in topology order at a site with a topology plugin, which

@@ -193,6 +193,7 @@ within_bound() {
 }
 
 @test "ddpgen preflight: ddp-check runs as the job's first step, then training" {
+  slurm_side_covered_by "\"ddpgen preflight: a broken world fails the job\" and heal.bats' \"a node that cannot reach the head\" (a preflight step, then training)"
   need_ddpgen_torch
   preflight_job local
   grep -q '^srun --ddp --ntasks-per-node=2 \\$' "$work/job.slurm"

@@ -141,6 +141,7 @@ healed_without_node02() {
 }
 
 @test "ranks that hang on one node: ddp-watch names it, the job finishes without it" {
+  slurm_side_covered_by "\"ranks on one node die of SIGBUS\" (an exclusion and a requeue) and watchdog.bats (a stall)"
   submit "$k_stall_py" --steps 8 --at-step 3 --hang-node node02
   healed_without_node02 hang 8
   grep -qE "^ddp-watch: heal: excluding node02 \(hang\): rank 1 at stall\.py:[0-9]+ in load_batch while ranks 0,2 waited in " "$work/job.out"
@@ -192,6 +193,7 @@ EOF
 }
 
 @test "a job ddpgen renders with preflight pairs: the node behind a tc limit is excluded" {
+  slurm_side_covered_by "\"a node that cannot reach the head\" (a preflight, an exclusion) and \"a tc bandwidth limit on one node\" (--pairs)"
   command -v tc >/dev/null || skip "tc (iproute2) not installed"
   need_ddpgen
   mkdir "$work/bin"

@@ -154,6 +154,19 @@ only_on_this_machines_release() {
     skip "runs this machine's python3 without Slurm: the same test on this machine's release covers it"
 }
 
+# For a case that meets Slurm only in ways other cases meet it on every release (the same kinds
+# of steps, signals, requeues and srun lines), and adds what ddp-watch, ddpgen or the program
+# decide: on another release's cluster it runs with DDP_RELEASE_CASES=all, and otherwise skips,
+# naming the cases that carry its Slurm side there. Each such case imports torch in 6 to 12
+# processes, 3 to 5 CPU seconds each in the newer userlands. Every case runs on this machine's
+# release. --unless-topology: the case also runs at a topology site (DDP_CLUSTER_TOPOLOGY), where
+# the layout it computes ranks from is the release's own.
+slurm_side_covered_by() {  # CASES [--unless-topology]: where the release's run meets Slurm so
+  [[ -z ${DDP_SLURM_RELEASE:-} || ${DDP_RELEASE_CASES:-} == all ]] && return 0
+  [[ ${2:-} == --unless-topology && -n ${DDP_CLUSTER_TOPOLOGY:-} ]] && return 0
+  skip "on Slurm $DDP_SLURM_RELEASE, its Slurm side is covered by $1 (DDP_RELEASE_CASES=all runs it)"
+}
+
 need_ddpgen() {
   if [[ -n ${DDPGEN:-} ]]; then
     [[ -x $DDPGEN ]] || skip "DDPGEN=$DDPGEN is not an executable"

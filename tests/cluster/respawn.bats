@@ -225,6 +225,7 @@ field() {
 }
 
 @test "without the plugin: the new step's nodes are checked under the task setup, same job, no requeue" {
+  slurm_side_covered_by "\"a rank on node02 dies of SIGBUS\" (the respawned step) and topology.bats (the task setup under this layout)" --unless-topology
   noplugin=1 submit 1 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
   # No srun --ddp: ddp-watch checks every node, and a new step's, under the training step's
   # per-task setup (bash -c "$ddpgen_task_setup"... ddpgen-task tasks 1 PORTS: 8 words).
@@ -250,6 +251,7 @@ field() {
 }
 
 @test "a node that cannot reach the head before training: the first step takes the spare, same job, no requeue" {
+  slurm_side_covered_by "\"a node behind a bandwidth limit before training\" (a first check, then a step on the spare)"
   # node02 loses its route to node01 before the job starts: ddp-watch's check of all four nodes
   # (the job's preflight, --first-check) names it, and the first step runs on the other three.
   ip netns exec "$(netns node02)" ip route add blackhole "$SUBNET.11/32"
@@ -297,6 +299,7 @@ field() {
 }
 
 @test "spares: 0: the same fault falls back to exclude-and-requeue" {
+  slurm_side_covered_by "heal.bats (exclusions and requeues)"
   submit 0 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
   grep -qx "#SBATCH --nodes=3" "$work/job.slurm"
   bus_on node02 "epoch 2/6 loss .*" || { ended COMPLETED; false; }
@@ -356,12 +359,14 @@ hang_respawned() {
 }
 
 @test "torchrun: the worker on node02 hangs: a new step on a spare, same job" {
+  slurm_side_covered_by "\"the ranks on node02 hang\" (a stalled step ended, a new one on the spare) and plugin.bats (torchrun mode)"
   submit 1 "$REPO/tests/cluster/stall.py" '[--steps, "8", --at-step, "3", --hang-node, node02]' torchrun 10s
   grep -q "torchrun" "$work/job.slurm"
   hang_respawned
 }
 
 @test "torchrun without the plugin: the worker on node02 hangs: a new step on a spare, its nodes checked" {
+  slurm_side_covered_by "\"the ranks on node02 hang\", \"without the plugin\" and topology.bats (torchrun without the plugin)"
   noplugin=1 submit 1 "$REPO/tests/cluster/stall.py" '[--steps, "8", --at-step, "3", --hang-node, node02]' torchrun 10s
   # One launcher per node under the task setup in its torchrun mode, the preflight's own.
   grep -qE -- "^ddp-watch .* --first-check .*--check-wrapper=8 -- " "$work/job.slurm"
@@ -371,6 +376,7 @@ hang_respawned() {
 }
 
 @test "the spare cannot reach the head when the respawn comes: its check names it, no training on it" {
+  slurm_side_covered_by "\"a node behind a bandwidth limit before training\" (a check step that names a node) and \"the ranks on node02 hang\" (a respawn)"
   submit 1 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
   # After the job's preflight passed on all four nodes, node04 loses its route to node01.
   local deadline=$((SECONDS + 180))

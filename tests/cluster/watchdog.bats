@@ -98,6 +98,7 @@ check_stall_verdict() {
 # has died, and must still be seen waiting where they waited (without the step frozen on every
 # node first, rank 1 left its all-reduce and printed "Garbage-collecting, no Python frame").
 @test "torchrun: a stuck worker is named by its rank, the launchers set apart" {
+  slurm_side_covered_by "\"srun tasks: a rank stuck in data loading\" (the stacks asked through Slurm, the step ended)"
   id=$(submit srun --ddp=torchrun --ntasks=3 --ntasks-per-node=1 \
     torchrun --nproc_per_node=2 "$k_stall_py" --steps 100000 --hang-rank 4 --at-step 20)
   finished "$id" FAILED
@@ -113,6 +114,7 @@ check_stall_verdict() {
 }
 
 @test "torchrun: a worker killed with SIGKILL is the first failure" {
+  slurm_side_covered_by "\"srun tasks: a rank killed with SIGKILL\" and heal.bats' \"a bug that fails on every node\" (srun's lines for tasks that end)"
   id=$(submit srun --ddp=torchrun --ntasks=3 --ntasks-per-node=1 \
     torchrun --nproc_per_node=2 "$k_stall_py" --steps 100000 --die-rank 3 --at-step 20)
   finished "$id" FAILED
@@ -120,6 +122,7 @@ check_stall_verdict() {
 }
 
 @test "a healthy run: no alarm, the program's output unchanged, its exit status kept" {
+  slurm_side_covered_by "every other case here (srun under ddp-watch, its output passed through)"
   id=$(submit srun --ddp /usr/bin/python3 "$k_stall_py" --steps 60)
   finished "$id" COMPLETED
   grep -q '^watch exit 0 at ' <<<"$log"
@@ -130,6 +133,7 @@ check_stall_verdict() {
 }
 
 @test "ddpgen watchdog key: a stall is requeued once (checkpoint.max_restarts 1), then the job fails" {
+  slurm_side_covered_by "\"srun tasks: a rank stuck in data loading\" (the stall) and requeue.bats (the requeue and its cap)"
   need_ddpgen
   cat >"$work/job.yaml" <<YAML
 name: watchdog-requeue
