@@ -174,9 +174,11 @@ set_nodes() {
   local count=$1 width=${#1} i
   ((width >= 2)) || width=2
   k_nodes=() k_node_ips=()
+  local name at
   for ((i = 1; i <= count; i++)); do
-    k_nodes+=("$(printf 'node%0*d' "$width" "$i")")
-    k_node_ips+=("$(host_ip $((10 + i)))")
+    printf -v name 'node%0*d' "$width" "$i"
+    at=$((k_id * 256 + 10 + i))   # host_ip, without a subshell per node: every `run` loads them
+    k_nodes+=("$name") k_node_ips+=("10.77.$((at / 256)).$((at % 256))")
   done
 }
 
@@ -193,8 +195,8 @@ host_mask() {
 
 # The nodes of the cluster in this state directory (3 when none was recorded).
 load_nodes() {
-  local count
-  count=$(cat "$nodes_file" 2>/dev/null) || count=3
+  local count=3
+  read -r count 2>/dev/null <"$nodes_file" || true
   [[ $count =~ ^[1-9][0-9]*$ ]] || count=3
   set_nodes "$count"
 }
@@ -477,7 +479,9 @@ install_site() {
 
 # The emulated site's name; nothing for the plain cluster.
 current_site() {
-  cat "$site_dir/name" 2>/dev/null || true
+  local name=""
+  read -r name 2>/dev/null <"$site_dir/name" || true
+  [[ -z $name ]] || echo "$name"
 }
 
 # plugstack.conf from the installed plugin and the saved arguments; replaced by rename because
@@ -734,6 +738,7 @@ cmd_up() {
   make_network || fail_up "network namespaces could not be created"
   neigh_settle hold "$nodes" || fail_up "the kernel's neighbour table cannot hold $nodes nodes (above)"
   start_munge
+  start_login_holder
   start_daemon login "$k_login" slurmctld slurmctld -D -i -f "$conf"
   wait_for "slurmctld answering (scontrol ping)" 30 \
     as_host login "$k_login" env SLURM_CONF="$conf" scontrol ping
@@ -825,42 +830,73 @@ cmd_run() {
   [[ -e /run/netns/${k_ns_prefix}login && -f $conf ]] || die "run: the cluster is not up (cluster.sh up)"
   # Commands must not inherit a Slurm job or a PyTorch environment from whoever runs them (a CI
   # job inside Slurm, a developer's shell): srun would propagate it into every task. DDP_*, the
-  # plugin's own knobs, pass through.
+  # plugin's own knobs, pass through. (Names by prefix expansion, not compgen in a subshell: the
+  # suites call `run` some twelve thousand times.)
   local var unset_args=()
-  for var in $(compgen -e); do
-    case $var in
-      SLURM_* | SRUN_* | SBATCH_* | SALLOC_* | PMI_* | PMIX_* | MASTER_ADDR | MASTER_PORT | \
-      WORLD_SIZE | RANK | LOCAL_RANK | LOCAL_WORLD_SIZE | NODE_RANK | GROUP_RANK | NNODES | \
-      NPROC_PER_NODE | PET_*) unset_args+=(-u "$var") ;;
-    esac
+  for var in ${!SLURM_*} ${!SRUN_*} ${!SBATCH_*} ${!SALLOC_*} ${!PMI_*} ${!PMIX_*} ${!PET_*} \
+             MASTER_ADDR MASTER_PORT WORLD_SIZE RANK LOCAL_RANK LOCAL_WORLD_SIZE NODE_RANK \
+             GROUP_RANK NNODES NPROC_PER_NODE; do
+    [[ -v $var ]] && unset_args+=(-u "$var")
   done
   # An emulated site's login environment: its stubs first on a plain system PATH (not the
   # caller's, whose python3 may be a virtualenv without torch), its modulefiles, and Lmod's
   # `module` in every bash through BASH_ENV, as Lmod's own profile script sets it. sbatch hands
   # this environment on to the job, as on a real login node.
-  local site_env=() site
-  site=$(current_site)
+  local site_env=() site=""
+  read -r site 2>/dev/null <"$site_dir/name" || true
   if [[ -n $site ]]; then
     local path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
     [[ -d $site_dir/bin ]] && path=$site_dir/bin:$path
     site_env=(PATH="$path" DDP_SITE="$site" DDP_SITE_DIR="$site_dir" MODULEPATH="$site_dir/modules"
               BASH_ENV="$k_lmod_init" LMOD_ALLOW_ROOT_USE=yes)
-    for var in $(compgen -e); do
+    for var in LOADEDMODULES _LMFILES_ ${!_ModuleTable*} ${!__LMOD_*} ${!LMOD_*} MODULEPATH_ROOT; do
       case $var in
-        LOADEDMODULES | _LMFILES_ | _ModuleTable*_ | __LMOD_* | LMOD_* | MODULEPATH_ROOT) unset_args+=(-u "$var") ;;
+        _ModuleTable*[!_]) ;;
+        *) [[ -v $var ]] && unset_args+=(-u "$var") ;;
       esac
     done
   fi
   # The userland's login profile (write_user_env); the caller's own setting wins.
   local user_env=() line
-  while read -r line; do
-    [[ -n $line && ! -v ${line%%=*} ]] && user_env+=("$line")
-  done < <(cat "$user_env_file" 2>/dev/null || true)
+  if [[ -f $user_env_file ]]; then
+    while read -r line; do
+      [[ -n $line && ! -v ${line%%=*} ]] && user_env+=("$line")
+    done <"$user_env_file"
+  fi
+  local command=(env "${unset_args[@]}" SLURM_CONF="$conf" "${site_env[@]}" "${user_env[@]}" "$@")
   # exec: a signal for `cluster.sh run` (timeout, Ctrl-C) reaches srun itself, which then
-  # cancels its step.
+  # cancels its step. The login host's namespaces are entered (login_holder), made afresh only
+  # when nothing holds them.
+  if login_holder; then
+    # The working directory as userland.sh enter keeps it: the caller's when the holder's root
+    # has it, else /. nsenter opens --wd before it changes root, hence the path through /proc.
+    local dir=/
+    [[ -d /proc/$holder/root$PWD ]] && dir=$PWD
+    exec nsenter --target "$holder" --mount --uts --net --root --wd="/proc/$holder/root$dir" \
+      "${command[@]}"
+  fi
   launcher=(exec)
-  as_host login "$k_login" env "${unset_args[@]}" SLURM_CONF="$conf" "${site_env[@]}" \
-    "${user_env[@]}" "$@"
+  as_host login "$k_login" "${command[@]}"
+}
+
+# The login host's namespaces (network, hostname, mounts: its /etc/hosts, nsswitch.conf and
+# resolv.conf, and with up --slurm the userland as its root), held by one process from `up` to
+# `down` ($run_dir/login.pid), which `run` enters with nsenter instead of making them again: a
+# mount namespace, a hostname and three bind mounts, and on a release's cluster the userland's
+# seven mounts and pivot_root, about 70 ms of CPU per `run` there. The files it binds are
+# written in place by set-hosts and set-dns, so it sees their changes as a fresh one would.
+start_login_holder() {
+  # shellcheck disable=SC2016  # the pid is the inner shell's own, written by it
+  start_daemon login "$k_login" login-holder \
+    /bin/sh -c 'echo $$ >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep infinity' login-holder "$run_dir/login.pid"
+  wait_for "the login host's namespaces held ($run_dir/login.pid)" 10 login_holder
+}
+
+# Sets holder to the pid of the process holding the login host's namespaces; fails without one.
+login_holder() {
+  holder=""
+  read -r holder 2>/dev/null <"$run_dir/login.pid" || true
+  [[ $holder =~ ^[0-9]+$ && /proc/$holder/ns/net -ef /run/netns/${k_ns_prefix}login ]]
 }
 
 main() {

@@ -68,7 +68,9 @@ task_env() {
 }
 
 job_state() {
-  cl scontrol show job -o "$1" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2
+  local line
+  line=$(cl scontrol show job -o "$1") || return 1
+  [[ $line =~ JobState=([A-Z_]+) ]] && echo "${BASH_REMATCH[1]}"
 }
 
 wait_job_end() {
