@@ -219,8 +219,15 @@ JOB
   grep -qx "ddp-watch: heal: the requeue waits for the end of the job script (ddp-watch --heal-requeue)" "$work/job.out"
   # Run 0's last lines ran before its requeue; run 1 failed for good and ended on its own.
   grep -qx "post ran in run 0 after status 1" "$work/job.out"
-  [ "$(grep -n -m1 'post ran in run 0' "$work/job.out" | cut -d: -f1)" -lt \
-    "$(grep -n -m1 'CANCELLED AT .* DUE TO JOB REQUEUE' "$work/job.out" | cut -d: -f1)" ]
+  # Slurm's requeue cancels the batch step when it finds run 0's script still running (a
+  # "CANCELLED AT ... DUE TO JOB REQUEUE" line); the script may also have ended first. Either
+  # way the post line came before any cancel line, and before run 1's.
+  local post cancel run1
+  post=$(grep -n -m1 'post ran in run 0' "$work/job.out" | cut -d: -f1)
+  cancel=$(grep -n -m1 'CANCELLED AT .* DUE TO JOB REQUEUE' "$work/job.out" | cut -d: -f1)
+  run1=$(grep -n -m1 'post ran in run 1' "$work/job.out" | cut -d: -f1)
+  [ "$post" -lt "$run1" ]
+  [ -z "$cancel" ] || [ "$post" -lt "$cancel" ]
   grep -qx "post ran in run 1 after status 1" "$work/job.out"
   grep -qx "end of run 1" "$work/job.out"
   [ ! -e "$work/rec" ]
