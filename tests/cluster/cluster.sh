@@ -174,18 +174,19 @@ set_nodes() {
   local count=$1 width=${#1} i
   ((width >= 2)) || width=2
   k_nodes=() k_node_ips=()
-  local name at
+  # printf -v, not a subshell per node: every `run` loads the nodes.
+  local name ip
   for ((i = 1; i <= count; i++)); do
     printf -v name 'node%0*d' "$width" "$i"
-    at=$((k_id * 256 + 10 + i))   # host_ip, without a subshell per node: every `run` loads them
-    k_nodes+=("$name") k_node_ips+=("10.77.$((at / 256)).$((at % 256))")
+    host_ip ip $((10 + i))
+    k_nodes+=("$name") k_node_ips+=("$ip")
   done
 }
 
-# The address of the host OFFSET places after 10.77.K.0.
+# host_ip VAR OFFSET: sets VAR to the address of the host OFFSET places after 10.77.K.0.
 host_ip() {
-  local at=$((k_id * 256 + $1))
-  echo "10.77.$((at / 256)).$((at % 256))"
+  local at=$((k_id * 256 + $2))
+  printf -v "$1" '10.77.%d.%d' $((at / 256)) $((at % 256))
 }
 
 # The hosts' prefix length: /24 while every address fits in 10.77.K.0/24 (.11-.254).
