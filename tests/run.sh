@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs the Debian packages the project needs, builds
 # with warnings as errors, runs every ctest test (unit, golden, packages, real-cluster), repeats
-# the build and the tests for every other Slurm release asked for, then rebuilds the unit-tested
-# code with AddressSanitizer + UndefinedBehaviorSanitizer and runs it again. ctest runs as many
-# tests at once as there are cores: the suites of one embedded cluster run one after another
-# (a RESOURCE_LOCK per cluster id), and anything that must run alone says RUN_SERIAL.
+# the build and the tests for every other Slurm release asked for, and rebuilds the unit-tested
+# code with AddressSanitizer + UndefinedBehaviorSanitizer and runs it again; the other releases
+# and the sanitizers run in the background beside this machine's tests. ctest runs one test more
+# than there are cores: the suites of one embedded cluster run one after another (a
+# RESOURCE_LOCK per cluster id), and anything that must run alone says RUN_SERIAL.
 # Root on Debian 12. DDP_SKIP_DEPS=1 skips the package step; DDP_SKIP_ASAN=1 the sanitizer build;
 # DDP_SKIP_FUZZ=1 the libFuzzer run.
 #
@@ -123,6 +124,12 @@ fi
 # (gen/core/job_keys.cpp at -O2: 6.7 s against 10.6 s; under ASan at -O0: 8.6 s against 11.0 s).
 # The packages (package.build) keep their own distributions' flags.
 relwithdebinfo=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+# The other releases' builds are there for their compilers' and headers' warnings (as errors)
+# and for their cluster suites, which wait on Slurm and training programs, not on our code: -Og,
+# which keeps the flow analysis that -Wmaybe-uninitialized and its kin need and compiles in 56 %
+# of -O2's CPU time (24.11's build: 141 CPU-s against 252). This machine's build, whose
+# suites and benchmarks run what ships, stays at -O2.
+release_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG")
 # Unity builds: each target's sources compile in batches of 8 as one translation unit, so the
 # standard library, fmt, yaml-cpp and GoogleTest headers are parsed once per batch instead of
 # once per source. A clean build of build/ takes half the CPU (371 CPU-s against 767). Sources
@@ -155,22 +162,22 @@ children_cs() {
   times >"$times_file"
   printf -v "$1" '%s' "$(awk -F'[ ms]+' 'NR == 2 { printf "%d", ($1 * 60 + $2 + $3 * 60 + $4) * 100 }' "$times_file")"
 }
-# A release step's CPU-s are its own processes': a cluster suite's jobs run under the cluster's
-# daemons, which are not its children, and are counted in the machine's total only.
-release_step() {  # NAME COMMAND...: runs COMMAND, appends "SECONDS (CPU-s) NAME" to the times file
+# A background step's CPU-s are its own processes': a cluster suite's jobs run under the
+# cluster's daemons, which are not its children, and are counted in the machine's total only.
+background_step() {  # NAME COMMAND...: runs COMMAND, appends "SECONDS (CPU-s) LABEL: NAME" to $step_times
   local name=$1 start=$SECONDS rc=0 cpu0 cpu1
   shift
   children_cs cpu0
   "$@" || rc=$?
   children_cs cpu1
-  printf '%5ds %6s  Slurm %s: %s%s\n' $((SECONDS - start)) "($(((cpu1 - cpu0) / 100)))" \
-    "$release" "$name" "$( ((rc == 0)) || echo " (FAILED rc=$rc)")" >>"/tmp/ddp-release-$release.times"
+  printf '%5ds %6s  %s: %s%s\n' $((SECONDS - start)) "($(((cpu1 - cpu0) / 100)))" \
+    "$step_label" "$name" "$( ((rc == 0)) || echo " (FAILED rc=$rc)")" >>"$step_times"
   return "$rc"
 }
 release_build() {
   echo "== build of the products and the release's tests against Slurm $release (warnings are errors)"
   nice -n 19 "$userland" exec "$release" cmake -S "$root" -B "$dir" -DDDP_WERROR=ON \
-    "${relwithdebinfo[@]}" "${unity[@]}" -DDDP_CLUSTER_SLURM="$release" \
+    "${release_flags[@]}" "${unity[@]}" -DDDP_CLUSTER_SLURM="$release" \
     -DDDP_CLUSTER_TOPOLOGY="$(release_topology "$release")" &&
     nice -n 19 "$userland" exec "$release" cmake --build "$dir" -j"$jobs" "${release_target[@]}"
 }
@@ -190,12 +197,59 @@ release_clusters() {
 }
 run_release() {
   local release=$1 id=$2 dir=$root/build-slurm-$1 times_file rc=0
+  local step_label="Slurm $1" step_times=/tmp/ddp-release-$1.times
   times_file=$(mktemp)
-  : >"/tmp/ddp-release-$release.times"
-  release_step "userland" "$userland" ensure "$release" &&
-    release_step "build (products, cluster programs, unit tests labelled release)" release_build &&
-    release_step "unit tests in its userland" release_units &&
-    release_step "real-cluster tests ($release_suites) at $(site_kind "$release")" release_clusters || rc=$?
+  : >"$step_times"
+  background_step "userland" "$userland" ensure "$release" &&
+    background_step "build (products, cluster programs, unit tests labelled release)" release_build &&
+    background_step "unit tests in its userland" release_units &&
+    background_step "real-cluster tests ($release_suites) at $(site_kind "$release")" release_clusters || rc=$?
+  rm -f "$times_file"
+  return "$rc"
+}
+# The sanitizer build and the fuzzers need nothing of the tests above, so they run in the
+# background beside them, from here on, like the other releases: a cluster suite mostly waits on
+# timeouts and schedulers, and the compiles fill that time. The builds run at the lowest CPU
+# priority, so that the clusters' timeouts keep their margins. Output:
+# /tmp/ddp-sanitizers.out, reported at the end with the seconds of each step.
+sanitized() {
+  # The cluster tests load the plugin into Debian's slurmstepd, which has no sanitizer runtime;
+  # they run on the plain build. Everything else runs again under the sanitizers, and ddpgen's
+  # and ddp-watch's fuzz targets run here, built from this build's cores (one instrumented
+  # compile of each core, not two).
+  echo "== ASan + UBSan: unit and golden tests, the ddpgen and ddp-watch fuzz targets"
+  cmake -S "$root" -B "$root/build-asan" -DDDP_WERROR=ON -DDDP_SANITIZE=ON \
+    -DDDP_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 "${unity[@]}" &&
+    nice -n 19 cmake --build "$root/build-asan" -j"$jobs" &&
+    # What the sanitizers cannot add to is left to the plain build: the lints read sources, and
+    # bash -n and shellcheck read scripts that are byte for byte the ones the plain ddpgen
+    # rendered (the render tests here still run the sanitized ddpgen on every case).
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs" -LE cluster \
+      -E '^(lint[.]|(golden|corpus)[.](bash-n|shellcheck)[.])'
+}
+fuzzed() {
+  # The parsers of what users and admins write, under libFuzzer + ASan + UBSan, 20 s each from
+  # the checked-in corpus (tests/fuzz/corpus). Only the core is built: clang-16, no Slurm.
+  echo "== libFuzzer: hostlist, tasks per node, plugstack arguments, env_file"
+  cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++-16 -DDDP_WERROR=ON \
+    -DDDP_BUILD_FUZZERS=ON -DDDP_SANITIZE=ON -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_PLUGIN=OFF \
+    -DDDP_BUILD_CHECK=OFF -DDDP_BUILD_GEN=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}" &&
+    nice -n 19 cmake --build "$root/build-fuzz" -j"$jobs" &&
+    ctest --test-dir "$root/build-fuzz" --output-on-failure -j"$jobs" -L fuzz
+}
+run_sanitizers() {
+  local times_file rc=0 step_label=sanitizers step_times=/tmp/ddp-sanitizers.times
+  times_file=$(mktemp)
+  : >"$step_times"
+  if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
+    background_step "ASan + UBSan: unit and golden tests, the ddpgen and ddp-watch fuzz targets" \
+      sanitized || rc=$?
+  fi
+  if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]] && ((rc == 0)); then
+    background_step "libFuzzer: hostlist, tasks per node, plugstack arguments, env_file" \
+      fuzzed || rc=$?
+  fi
   rm -f "$times_file"
   return "$rc"
 }
@@ -215,41 +269,29 @@ cmake -S "$root" -B "$root/build" -DDDP_WERROR=ON -DDDP_BUILD_BENCHMARKS=ON \
   -DDDP_SITES_CLUSTER_ID="${DDP_SITES_CLUSTER_ID:-5}"
 cmake --build "$root/build" -j"$jobs"
 
+set -m
+echo "== ASan + UBSan and libFuzzer in the background (log: /tmp/ddp-sanitizers.out)"
+run_sanitizers >/tmp/ddp-sanitizers.out 2>&1 &
+preparing[sanitizers]=$!
+set +m
+
 if ((host_tested)); then
   stage "ctest: unit, golden and real-cluster tests (Slurm $host)"
-  ctest --test-dir "$root/build" --output-on-failure --timeout 900 -j"$jobs"
+  # One test more than cores: the cluster suites run in two lanes (tests/cluster/CMakeLists.txt)
+  # that mostly wait, and the unit tests and the package build take the third place.
+  ctest --test-dir "$root/build" --output-on-failure --timeout 900 -j"$((jobs + 1))"
 else
   stage "ctest: unit and golden tests (Slurm $host not in DDP_SLURM_RELEASES)"
   ctest --test-dir "$root/build" --output-on-failure --timeout 900 -j"$jobs" -LE cluster
 fi
 
-if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
-  # The cluster tests load the plugin into Debian's slurmstepd, which has no sanitizer runtime;
-  # they run on the plain build above. Everything else runs again under the sanitizers, and
-  # ddpgen's and ddp-watch's fuzz targets run here, built from this build's cores (one
-  # instrumented compile of each core, not two).
-  stage "ASan + UBSan: unit and golden tests, the ddpgen and ddp-watch fuzz targets"
-  cmake -S "$root" -B "$root/build-asan" -DDDP_WERROR=ON -DDDP_SANITIZE=ON \
-    -DDDP_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 "${unity[@]}"
-  nice -n 10 cmake --build "$root/build-asan" -j"$jobs"
-  # What the sanitizers cannot add to is left to the plain build above: the lints read sources,
-  # and bash -n and shellcheck read scripts that are byte for byte the ones the plain ddpgen
-  # rendered (the render tests here still run the sanitized ddpgen on every case).
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs" -LE cluster \
-    -E '^(lint[.]|(golden|corpus)[.](bash-n|shellcheck)[.])'
-fi
-
-if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
-  # The parsers of what users and admins write, under libFuzzer + ASan + UBSan, 20 s each from
-  # the checked-in corpus (tests/fuzz/corpus). Only the core is built: clang-16, no Slurm.
-  stage "libFuzzer: hostlist, tasks per node, plugstack arguments, env_file"
-  cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++-16 -DDDP_WERROR=ON \
-    -DDDP_BUILD_FUZZERS=ON -DDDP_SANITIZE=ON -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_PLUGIN=OFF \
-    -DDDP_BUILD_CHECK=OFF -DDDP_BUILD_GEN=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${unity[@]}"
-  nice -n 10 cmake --build "$root/build-fuzz" -j"$jobs"
-  ctest --test-dir "$root/build-fuzz" --output-on-failure -j"$jobs" -L fuzz
-fi
+stage "sanitizers: waiting for them (ASan + UBSan, libFuzzer in the background)"
+rc=0
+wait "${preparing[sanitizers]}" || rc=$?
+unset "preparing[sanitizers]"
+cat /tmp/ddp-sanitizers.out
+mapfile -t -O "${#timings[@]}" timings </tmp/ddp-sanitizers.times
+((rc == 0)) || { echo "sanitizers: failed (above)" >&2; exit "$rc"; }
 
 # The other releases, started at the beginning: each one's output, its steps' own times, its
 # verdict.

@@ -193,6 +193,7 @@ print(s["epoch"], s["world_size"], len(s["losses"]))' "$work/ckpt/autoencoder.pt
 }
 
 @test "scontrol requeue mid-training: the job comes back, resumes from its checkpoint, completes" {
+  slurm_side_covered_by "requeue.bats' job-array and max_restarts cases (a requeue of a running job, the step it ends, the restart count) and \"srun launcher\" here (the training step)"
   need_all
   render autoencoder-srun.yaml '[--epochs, "6", --epoch-sleep, "2"]'
   id=$(submit)
@@ -206,6 +207,7 @@ print(s["epoch"], s["world_size"], len(s["losses"]))' "$work/ckpt/autoencoder.pt
 }
 
 @test "warning signal (SIGUSR1 to the batch shell): the script's trap requeues, the job resumes" {
+  slurm_side_covered_by "requeue.bats' job-array and max_restarts cases (SIGUSR1 to the batch shell only, the trap's requeue, the restart count) and \"torchrun launcher\" here (the training step)"
   need_all
   render autoencoder-torchrun.yaml '[--epochs, "6", --epoch-sleep, "2"]'
   grep -q '^#SBATCH --signal=B:USR1@120$' "$work/job.slurm"

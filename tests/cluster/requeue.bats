@@ -94,7 +94,7 @@ wait_line() {
 }
 
 @test "requeue notice: the program saves mid-epoch, resumes there, and equals an uninterrupted run bit for bit" {
-  slurm_side_covered_by "e2e.bats' \"warning signal\" and the job-array and max_restarts cases here (SIGUSR1 to the batch shell, the trap's requeue, the restart count)"
+  slurm_side_covered_by "the job-array and max_restarts cases here (SIGUSR1 to the batch shell, the trap's requeue, the restart count) and e2e.bats' \"srun launcher\" (the training step)"
   need_all
   need_torch
   local common=(--set "script=$k_examples/autoencoder.py" --set "output=$work/job-%j.out")
