@@ -15,8 +15,7 @@
 # Every other release is tested in its Debian userland (tests/cluster/userland.sh: a chroot under
 # /tmp/ddp-userland, made on first use in a few minutes, about 2 GB, reused after): every
 # product is configured and built there with its compiler and libraries into
-# build-slurm-RELEASE/ (in the background, at the lowest CPU priority, while this machine's
-# release is tested), the unit tests of the step core and the plugin run there (label
+# build-slurm-RELEASE/ (in the background, beside this machine's build), the unit tests of the step core and the plugin run there (label
 # release), and the cluster suites whose outcome
 # depends on the release (DDP_RELEASE_SUITES, below) run the cluster of that release
 # (cluster.sh up --slurm RELEASE) with the plugin, ddp-check and ddpgen of that build, in the
@@ -146,11 +145,12 @@ for release in "${releases[@]}"; do
 done
 
 # Each other release runs whole in the background, from the start: its userland (made on first
-# use: mostly downloading and unpacking), its build (at the lowest CPU priority), its unit tests
-# in the userland, then its cluster suites on an embedded cluster of its own (ids 1, 2, ...),
-# while this machine's release is built and tested. Cluster suites mostly wait on timeouts and
-# schedulers, so a release's suites run beside this machine's at little cost, and they start
-# as soon as that release is built instead of after this machine's tests. Each step's seconds
+# use: mostly downloading and unpacking), its build, its unit tests in the userland, then its
+# cluster suites on an embedded cluster of its own (ids 1, 2, ...), while this machine's release
+# is built and tested. The build runs at this machine's build's priority: built at the lowest,
+# it waited for CPU until this machine's cluster suites were nearly done (1050 s of a 1390-s
+# ctest), and its own suites, a third of an hour, came after. Its suites start as soon as it is
+# built. Each step's seconds
 # go to /tmp/ddp-release-RELEASE.times, its output to /tmp/ddp-release-RELEASE.out (the
 # cluster suites' to /tmp/ddp-cluster-tests-RELEASE.out); the end of this script reports them.
 # Exit status 3 from userland.sh: the Debian suite no longer ships that release.
@@ -176,10 +176,10 @@ background_step() {  # NAME COMMAND...: runs COMMAND, appends "SECONDS (CPU-s) L
 }
 release_build() {
   echo "== build of the products and the release's tests against Slurm $release (warnings are errors)"
-  nice -n 19 "$userland" exec "$release" cmake -S "$root" -B "$dir" -DDDP_WERROR=ON \
+  "$userland" exec "$release" cmake -S "$root" -B "$dir" -DDDP_WERROR=ON \
     "${release_flags[@]}" "${unity[@]}" -DDDP_CLUSTER_SLURM="$release" \
     -DDDP_CLUSTER_TOPOLOGY="$(release_topology "$release")" &&
-    nice -n 19 "$userland" exec "$release" cmake --build "$dir" -j"$jobs" "${release_target[@]}"
+    "$userland" exec "$release" cmake --build "$dir" -j"$jobs" "${release_target[@]}"
 }
 release_units() {
   "$userland" exec "$release" ctest --test-dir "$dir" --output-on-failure --timeout 900 -j"$jobs" \
