@@ -58,7 +58,7 @@ stage_end() {
 report() {
   local rc=$?
   stage_end
-  # A failure before the end leaves the releases in the background running: stop them.
+  # A failure before the end leaves the background jobs (releases, sanitizers) running: stop them.
   local pid
   for pid in "${preparing[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
   [[ -z ${run_dir:-} ]] || rm -rf "$run_dir"
@@ -150,15 +150,15 @@ done
 # cluster suites on an embedded cluster of its own (ids 1, 2, ...), while this machine's release
 # is built and tested. The build runs at this machine's build's priority: built at the lowest,
 # it waited for CPU until this machine's cluster suites were nearly done (1050 s of a 1390-s
-# ctest), and its own suites, a third of an hour, came after. Its suites start as soon as it is
-# built. Each step's seconds
+# ctest), and its own suites, a third of an hour, came after. Its suites start when this
+# machine's build is done (wait_for_host_build). Each step's seconds
 # go to /tmp/ddp-release-RELEASE.times, its output to /tmp/ddp-release-RELEASE.out (the
 # cluster suites' to /tmp/ddp-cluster-tests-RELEASE.out); the end of this script reports them.
 # Exit status 3 from userland.sh: the Debian suite no longer ships that release.
 # children_cs VAR: sets VAR to the CPU time, in hundredths of a second, of this shell's children
 # that have ended (bash's `times`, second line: user and system as 0m1.602s). `times` runs in
 # this shell, not in a $(...), whose subshell starts from zero; its lines go through $times_file,
-# a mktemp file of run_release's.
+# a mktemp file of background_job's.
 children_cs() {
   times >"$times_file"
   printf -v "$1" '%s' "$(awk -F'[ ms]+' 'NR == 2 { printf "%d", ($1 * 60 + $2 + $3 * 60 + $4) * 100 }' "$times_file")"
@@ -203,18 +203,13 @@ release_clusters() {
 wait_for_host_build() {
   until [[ -e $host_built ]]; do sleep 2; done
 }
-run_release() {
-  local release=$1 id=$2 dir=$root/build-slurm-$1 times_file rc=0
-  local step_label="Slurm $1" step_times=/tmp/ddp-release-$1.times
-  times_file=$(mktemp)
-  : >"$step_times"
+release_steps() {  # RELEASE ID
+  local release=$1 id=$2 dir=$root/build-slurm-$1
   background_step "userland" "$userland" ensure "$release" &&
     background_step "build (products, cluster programs, unit tests labelled release)" release_build &&
     background_step "unit tests in its userland" release_units &&
     background_step "waiting for this machine's build" wait_for_host_build &&
-    background_step "real-cluster tests ($release_suites) at $(site_kind "$release")" release_clusters || rc=$?
-  rm -f "$times_file"
-  return "$rc"
+    background_step "real-cluster tests ($release_suites) at $(site_kind "$release")" release_clusters
 }
 # The sanitizer build and the fuzzers need nothing of the tests above, so they run in the
 # background beside them, from here on, like the other releases: a cluster suite mostly waits on
@@ -249,32 +244,52 @@ fuzzed() {
     nice -n 19 cmake --build "$root/build-fuzz" -j"$jobs" &&
     ctest --test-dir "$root/build-fuzz" --output-on-failure -j"$jobs" -L fuzz
 }
-run_sanitizers() {
-  local times_file rc=0 step_label=sanitizers step_times=/tmp/ddp-sanitizers.times
-  times_file=$(mktemp)
-  : >"$step_times"
+sanitizer_steps() {
   if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
     background_step "ASan + UBSan: unit and golden tests, the ddpgen and ddp-watch fuzz targets" \
-      sanitized || rc=$?
+      sanitized || return
   fi
-  if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]] && ((rc == 0)); then
-    background_step "libFuzzer: hostlist, tasks per node, plugstack arguments, env_file" \
-      fuzzed || rc=$?
+  if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
+    background_step "libFuzzer: hostlist, tasks per node, plugstack arguments, env_file" fuzzed
   fi
+}
+
+# start_background NAME LABEL FUNCTION ARGS...: FUNCTION in the background, in a process group
+# of its own (report() stops it whole), its output in /tmp/ddp-NAME.out, its background_steps'
+# seconds in /tmp/ddp-NAME.times under LABEL; reap_background and show_background collect them.
+background_job() {  # NAME LABEL FUNCTION ARGS...
+  local step_times=/tmp/ddp-$1.times step_label=$2 times_file rc=0
+  shift 2
+  times_file=$(mktemp)
+  : >"$step_times"
+  "$@" || rc=$?
   rm -f "$times_file"
   return "$rc"
 }
+start_background() {
+  set -m
+  background_job "$@" >"/tmp/ddp-$1.out" 2>&1 &
+  preparing[$1]=$!
+  set +m
+}
+reap_background() {  # NAME: waits for it; sets rc to its exit status
+  rc=0
+  wait "${preparing[$1]}" || rc=$?
+  unset "preparing[$1]"
+}
+show_background() {  # NAME [MORE_OUTPUT]: prints its output (and MORE_OUTPUT if it exists), adds its times
+  cat "/tmp/ddp-$1.out"
+  [[ -z ${2:-} || ! -f $2 ]] || cat "$2"
+  mapfile -t -O "${#timings[@]}" timings <"/tmp/ddp-$1.times"
+}
 run_dir=$(mktemp -d /tmp/ddp-run.XXXXXX)   # private: the marker below is made inside it
 host_built=$run_dir/host-built
-set -m   # each release in a process group of its own, which report() can stop whole
 release_id=0
 for release in "${others[@]}"; do
   release_id=$((release_id + 1))
   echo "== Slurm $release in the background: userland, build, unit tests, cluster suites on cluster id $release_id (log: /tmp/ddp-release-$release.out)"
-  run_release "$release" "$release_id" >"/tmp/ddp-release-$release.out" 2>&1 &
-  preparing[$release]=$!
+  start_background "release-$release" "Slurm $release" release_steps "$release" "$release_id"
 done
-set +m
 
 stage "build (warnings are errors; this machine's Slurm $host)"
 cmake -S "$root" -B "$root/build" -DDDP_WERROR=ON -DDDP_BUILD_BENCHMARKS=ON \
@@ -283,11 +298,8 @@ cmake -S "$root" -B "$root/build" -DDDP_WERROR=ON -DDDP_BUILD_BENCHMARKS=ON \
 cmake --build "$root/build" -j"$jobs"
 : >"$host_built"
 
-set -m
 echo "== ASan + UBSan and libFuzzer in the background (log: /tmp/ddp-sanitizers.out)"
-run_sanitizers >/tmp/ddp-sanitizers.out 2>&1 &
-preparing[sanitizers]=$!
-set +m
+start_background sanitizers sanitizers sanitizer_steps
 
 if ((host_tested)); then
   stage "ctest: unit, golden and real-cluster tests (Slurm $host)"
@@ -300,21 +312,16 @@ else
 fi
 
 stage "sanitizers: waiting for them (ASan + UBSan, libFuzzer in the background)"
-rc=0
-wait "${preparing[sanitizers]}" || rc=$?
-unset "preparing[sanitizers]"
-cat /tmp/ddp-sanitizers.out
-mapfile -t -O "${#timings[@]}" timings </tmp/ddp-sanitizers.times
+reap_background sanitizers
+show_background sanitizers
 ((rc == 0)) || { echo "sanitizers: failed (above)" >&2; exit "$rc"; }
 
 # The other releases, started at the beginning: each one's output, its steps' own times, its
 # verdict.
 for release in "${others[@]}"; do
-  [[ -n ${preparing[$release]:-} ]] || continue
+  [[ -n ${preparing[release-$release]:-} ]] || continue
   stage "Slurm $release: waiting for it (userland, build, unit and cluster tests in the background)"
-  rc=0
-  wait "${preparing[$release]}" || rc=$?
-  unset "preparing[$release]"
+  reap_background "release-$release"
   # 3: Debian's archive no longer ships this release (unstable moves on to each new one). That
   # is news about the archive, not about this checkout: the release is reported as skipped, with
   # the reason, in the stage times, never as passed.
@@ -324,8 +331,6 @@ for release in "${others[@]}"; do
     skipped+=("$release")
     continue
   fi
-  cat "/tmp/ddp-release-$release.out"
-  [[ ! -f /tmp/ddp-cluster-tests-$release.out ]] || cat "/tmp/ddp-cluster-tests-$release.out"
-  mapfile -t -O "${#timings[@]}" timings <"/tmp/ddp-release-$release.times"
+  show_background "release-$release" "/tmp/ddp-cluster-tests-$release.out"
   ((rc == 0)) || { echo "Slurm $release: failed (above)" >&2; exit "$rc"; }
 done
