@@ -229,13 +229,15 @@ sanitized() {
     nice -n 10 cmake --build "$root/build-asan" -j"$jobs" &&
     # What the sanitizers cannot add to is left to the plain build: the lints read sources, and
     # bash -n and shellcheck read scripts that are byte for byte the ones the plain ddpgen
-    # rendered (the render tests here still run the sanitized ddpgen on every case).
+    # rendered (the render tests here still run the sanitized ddpgen on every case). So is the
+    # unit test that renders every golden case again to read its ddp-check and ddp-watch lines
+    # with the tools' tables (27 CPU-s here): the render tests here render the same cases.
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs" -LE cluster \
-      -E '^(lint[.]|(golden|corpus)[.](bash-n|shellcheck)[.])'
+      -E '^(lint[.]|(golden|corpus)[.](bash-n|shellcheck)[.]|Invocation[.]GoldenScriptsParseWithTheToolsTables$)'
 }
 fuzzed() {
-  # The parsers of what users and admins write, under libFuzzer + ASan + UBSan, 20 s each from
+  # The parsers of what users and admins write, under libFuzzer + ASan + UBSan, 10 s each from
   # the checked-in corpus (tests/fuzz/corpus). Only the core is built: clang-16, no Slurm.
   echo "== libFuzzer: hostlist, tasks per node, plugstack arguments, env_file"
   cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++-16 -DDDP_WERROR=ON \
