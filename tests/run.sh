@@ -91,7 +91,7 @@ release_suites=${DDP_RELEASE_SUITES:-plugin failsafe check e2e requeue watchdog 
 # Within those suites, a case that meets Slurm only as other cases of the release's run do, and
 # adds what ddp-watch, ddpgen or the program decide (another launcher, another fault on the
 # same kind of step), runs on this machine's release and skips on the others, naming the cases
-# that carry its Slurm side there (slurm_side_covered_by in tests/cluster/lib.bash): 16 cases,
+# that carry its Slurm side there (slurm_side_covered_by in tests/cluster/lib.bash): 19 cases,
 # about a third of each release's cluster time, almost all of it torch imports.
 # DDP_RELEASE_CASES=all runs them too; DDP_RELEASE_SUITES=all implies it.
 if [[ $release_suites == all ]]; then export DDP_RELEASE_CASES=all; fi

@@ -251,7 +251,9 @@ EOS
 @test "gloo all-reduce across 3 nodes x 2 tasks in tasks mode" {
   run "$CLUSTER" run srun -N3 --ntasks-per-node=2 --ddp /usr/bin/python3 "$REPO/contrib/examples/allreduce.py"
   [ "$status" -eq 0 ]
-  [ "$(allreduce_ranks 6 <<<"$output")" = "0 1 2 3 4 5" ]
+  # Rank 0 on the list's first node, at its address, whatever order Slurm gave the tasks.
+  [ "$(allreduce_ranks 6 "$SUBNET\.11:[0-9]+" <<<"$output")" = "0 1 2 3 4 5" ]
+  grep -E '^rank=0 .* host=node01 ' <<<"$output"
 }
 
 @test "gloo all-reduce through a bare torchrun in torchrun mode" {

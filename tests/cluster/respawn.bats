@@ -4,7 +4,8 @@
 # fault is injected on node02 and the test reads what ddp-watch and Slurm did:
 #   - a rank on node02 dies of SIGBUS at epoch 2: one verdict names node02, ddp-watch starts a
 #     new training step on node[01,03-04] in the same job, which resumes from the checkpoint;
-#     no requeue (Restarts=0), the job COMPLETED;
+#     no requeue (Restarts=0), the job COMPLETED, its weights and losses those of a run without
+#     the fault, bit for bit;
 #   - Slurm takes node02 down during training (scontrol update State=DOWN): srun's own "Node
 #     failure on node02" names it, and the step moves to the spare in the same job;
 #   - the SIGBUS case without the plugin: the checks of every node and of the new step's run
@@ -187,14 +188,19 @@ field() {
   # Two starts of 3 ranks, the second resumed from the checkpoint, every epoch printed once.
   resumed_once
   [ "$(tail -n 1 "$work/job.out")" = "ddp-watch: respawn: respawns: 1: node02 (hardware-signal) node[01-03] -> node[01,03-04] started after $(respawn_time)" ]
-  # The same job again, uninterrupted (the same seed): the respawned run's final weights and
-  # losses equal it bit for bit.
-  mv "$work/ckpt" "$work/ckpt-respawned"
-  mv "$work/job.out" "$work/job-respawned.out"
+  # The next case compares its checkpoint with an uninterrupted run's.
+  cp -r "$work/ckpt" "$BATS_FILE_TMPDIR/ckpt-respawned"
+}
+
+@test "the respawned run ends with the weights and losses of an uninterrupted one, bit for bit" {
+  slurm_side_covered_by "\"a rank on node02 dies of SIGBUS\" (the same job, with its respawn)"
+  local respawned=$BATS_FILE_TMPDIR/ckpt-respawned/autoencoder.pt
+  [[ -f $respawned ]] || { echo "no checkpoint from \"a rank on node02 dies of SIGBUS\" (it failed)"; false; }
+  # The same job, uninterrupted (the same seed).
   submit 1 "$k_example" '[--epochs, "6", --epoch-sleep, "2"]'
   ended COMPLETED
   [ "$(grep -c "^ddp-watch: respawn: respawn " "$work/job.out")" -eq 0 ]
-  run compare_checkpoints "$work/ckpt/autoencoder.pt" "$work/ckpt-respawned/autoencoder.pt"
+  run compare_checkpoints "$work/ckpt/autoencoder.pt" "$respawned"
   echo "$output"
   [ "$status" -eq 0 ]
   [ "$output" = "epochs 6 6 losses same weights same" ]
