@@ -212,12 +212,14 @@ release_steps() {  # RELEASE ID
     background_step "real-cluster tests ($release_suites) at $(site_kind "$release")" release_clusters
 }
 # The sanitizer build and the fuzzers need nothing of the tests above, so they run in the
-# background beside them, from here on, like the other releases: a cluster suite mostly waits on
-# timeouts and schedulers, and the compiles fill that time. The sanitizer build runs at a lower
-# CPU priority (nice 10, the package build's), so that the clusters' timeouts keep their
-# margins; at the lowest (19) it got no CPU until the clusters were done, and its tests and the
-# fuzzers came after everything else (306 s). The fuzz build runs at the lowest. Output:
-# /tmp/ddp-sanitizers.out, reported at the end with the seconds of each step.
+# background beside them, from here on, like the other releases, as two jobs: a cluster suite
+# mostly waits on timeouts and schedulers, and the compiles fill that time. The sanitizer build
+# runs at a lower CPU priority (nice 10, the package build's), so that the clusters' timeouts
+# keep their margins; at the lowest (19) it got no CPU until the clusters were done, and its
+# tests and the fuzzers came after everything else (306 s). The fuzz build runs at the lowest,
+# on the CPU the others leave idle: started after the sanitizers' tests, it and the fuzzers
+# were the whole 92-s tail after this machine's ctest. Output: /tmp/ddp-sanitizers.out and
+# /tmp/ddp-fuzzers.out, reported at the end with the seconds of each step.
 sanitized() {
   # The cluster tests load the plugin into Debian's slurmstepd, which has no sanitizer runtime;
   # they run on the plain build. Everything else runs again under the sanitizers, and ddpgen's
@@ -247,13 +249,13 @@ fuzzed() {
     ctest --test-dir "$root/build-fuzz" --output-on-failure -j"$jobs" -L fuzz
 }
 sanitizer_steps() {
-  if [[ "${DDP_SKIP_ASAN:-0}" != 1 ]]; then
+  [[ "${DDP_SKIP_ASAN:-0}" == 1 ]] ||
     background_step "ASan + UBSan: unit and golden tests, the ddpgen and ddp-watch fuzz targets" \
-      sanitized || return
-  fi
-  if [[ "${DDP_SKIP_FUZZ:-0}" != 1 ]]; then
+      sanitized
+}
+fuzzer_steps() {
+  [[ "${DDP_SKIP_FUZZ:-0}" == 1 ]] ||
     background_step "libFuzzer: hostlist, tasks per node, plugstack arguments, env_file" fuzzed
-  fi
 }
 
 # start_background NAME LABEL FUNCTION ARGS...: FUNCTION in the background, in a process group
@@ -300,8 +302,9 @@ cmake -S "$root" -B "$root/build" -DDDP_WERROR=ON -DDDP_BUILD_BENCHMARKS=ON \
 cmake --build "$root/build" -j"$jobs"
 : >"$host_built"
 
-echo "== ASan + UBSan and libFuzzer in the background (log: /tmp/ddp-sanitizers.out)"
+echo "== ASan + UBSan and libFuzzer in the background (logs: /tmp/ddp-sanitizers.out, /tmp/ddp-fuzzers.out)"
 start_background sanitizers sanitizers sanitizer_steps
+start_background fuzzers sanitizers fuzzer_steps
 
 if ((host_tested)); then
   stage "ctest: unit, golden and real-cluster tests (Slurm $host)"
@@ -314,9 +317,11 @@ else
 fi
 
 stage "sanitizers: waiting for them (ASan + UBSan, libFuzzer in the background)"
-reap_background sanitizers
-show_background sanitizers
-((rc == 0)) || { echo "sanitizers: failed (above)" >&2; exit "$rc"; }
+for job in sanitizers fuzzers; do
+  reap_background "$job"
+  show_background "$job"
+  ((rc == 0)) || { echo "$job: failed (above)" >&2; exit "$rc"; }
+done
 
 # The other releases, started at the beginning: each one's output, its steps' own times, its
 # verdict.

@@ -193,6 +193,7 @@ within_bound() {
 }
 
 @test "ddpgen preflight: ddp-check runs as the job's first step, then training" {
+  covered_for_the_installed_files_by "\"ddpgen preflight: a broken world fails the job\" (the installed ddpgen's preflight with the installed ddp-check)"
   slurm_side_covered_by "\"ddpgen preflight: a broken world fails the job\" and heal.bats' \"a node that cannot reach the head\" (a preflight step, then training)"
   need_ddpgen_torch
   preflight_job local
@@ -228,6 +229,7 @@ within_bound() {
 }
 
 @test "ddpgen preflight without the plugin: ddp-check reads the environment the script computes" {
+  covered_for_the_installed_files_by "\"ddpgen preflight: a broken world fails the job\" (the installed ddpgen's preflight with the installed ddp-check)"
   need_ddpgen_torch
   preflight_job noplugin
   grep -q '^srun --ntasks-per-node=2 \\$' "$work/job.slurm"

@@ -148,6 +148,15 @@ need_torch() {
   if [[ -d ${mark%/*} ]]; then : >"$mark"; fi
 }
 
+# For a case that tests/package/installed.sh runs against the installed packages
+# (DDP_INSTALLED_RUN=1) and that adds nothing there but time: what it checks of the installed
+# files (their paths, the packaged build) other cases of that run check. It skips there, saying
+# which; the same case ran against the build tree.
+covered_for_the_installed_files_by() {  # CASES
+  [[ -z ${DDP_INSTALLED_RUN:-} ]] ||
+    skip "against the installed packages: covered by $1, on the same installed files; this case ran against the build tree"
+}
+
 # For a test that runs only this machine's python3 and no Slurm command (the example's own
 # checkpoint code): on another release's cluster it would repeat, byte for byte, the run of
 # this machine's suite, so it skips there, saying so.

@@ -203,6 +203,7 @@ EOS
 }
 
 @test "a heterogeneous step is refused with a message, never given wrong values" {
+  covered_for_the_installed_files_by "the unknown mode and plugstack.conf refusals"
   run "$CLUSTER" run srun -N1 --ddp bash -c 'echo RAN $RANK' : -N1 --ddp bash -c 'echo RAN $RANK'
   [ "$status" -ne 0 ]
   [[ "$output" == *"heterogeneous steps are not supported by --ddp (SLURM_HET_SIZE=2)"* ]]
@@ -257,6 +258,7 @@ EOS
 }
 
 @test "gloo all-reduce through a bare torchrun in torchrun mode" {
+  covered_for_the_installed_files_by "\"torchrun mode: one launcher per node\" and the all-reduce in tasks mode"
   # PET_REDIRECTS/PET_TEE work around Debian's torch 1.13 on Python 3.11, where torchrun's
   # default Std.from_str() returns None; they are torchrun's own environment fallbacks.
   run "$CLUSTER" run env DDP_NPROC_PER_NODE=2 PET_REDIRECTS=1 PET_TEE=1 \
